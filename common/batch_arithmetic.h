@@ -1,0 +1,38 @@
+// Batch arithmetic: effective batch = micro_batch × accumulation_steps × devices.
+//
+// Standard library only (the engine uses it too).
+#pragma once
+
+#include <cstdint>
+
+#include "common/status.h"
+
+namespace accumulus {
+
+// What a spec says about its batch. Zero means "not given"; negative values
+// are rejected, never reinterpreted.
+struct BatchRequest {
+  int64_t global_batch = 0;
+  int64_t micro_batch = 0;
+  int64_t accumulation_steps = 0;
+  // Zero means one device.
+  int64_t devices = 0;
+};
+
+// A complete, consistent batch: global_batch == micro_batch ×
+// accumulation_steps × devices, every factor positive.
+struct BatchSizes {
+  int64_t micro_batch = 0;
+  int64_t accumulation_steps = 0;
+  int64_t devices = 0;
+  int64_t global_batch = 0;
+};
+
+// Derives the missing one of (global_batch, micro_batch, accumulation_steps)
+// from the two given, or checks that three given ones agree. Fails with
+// INVALID_ARGUMENT naming the fields and values when a value is negative,
+// fewer than two are given, a division is not exact, the three disagree, or
+// the product overflows.
+StatusOr<BatchSizes> ResolveBatch(const BatchRequest& request);
+
+}  // namespace accumulus

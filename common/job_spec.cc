@@ -1,0 +1,176 @@
+#include "common/job_spec.h"
+
+#include <cmath>
+#include <initializer_list>
+#include <sstream>
+#include <string>
+
+#include "common/batch_arithmetic.h"
+#include "common/step_plan.h"
+
+namespace accumulus {
+namespace {
+
+template <typename T>
+std::string Describe(const std::string& field, const T& value) {
+  std::ostringstream out;
+  out << field << " " << value;
+  return out.str();
+}
+
+std::string Quoted(const std::string& s) { return "\"" + s + "\""; }
+
+Status OneOf(const std::string& field, const std::string& value,
+             std::initializer_list<const char*> allowed) {
+  for (const char* a : allowed) {
+    if (value == a) return Status::Ok();
+  }
+  std::string list;
+  for (const char* a : allowed) list += (list.empty() ? "" : ", ") + Quoted(a);
+  return Status::InvalidArgument(field + " " + Quoted(value) + " is not one of " + list);
+}
+
+Status Positive(const std::string& field, double value) {
+  if (!(value > 0) || !std::isfinite(value)) {
+    return Status::InvalidArgument(Describe(field, value) + " must be a positive number");
+  }
+  return Status::Ok();
+}
+
+Status NotNegative(const std::string& field, double value) {
+  if (!(value >= 0) || !std::isfinite(value)) {
+    return Status::InvalidArgument(Describe(field, value) + " must be zero or positive");
+  }
+  return Status::Ok();
+}
+
+Status InUnitInterval(const std::string& field, double value) {
+  if (!(value >= 0 && value < 1)) {
+    return Status::InvalidArgument(Describe(field, value) + " must be in [0, 1)");
+  }
+  return Status::Ok();
+}
+
+Status FirstError(std::initializer_list<Status> checks) {
+  for (const Status& s : checks) {
+    if (!s.ok()) return s;
+  }
+  return Status::Ok();
+}
+
+Status CheckModel(v1::ModelSpec* model) {
+  if (model->kind().empty()) return Status::InvalidArgument("model.kind is required (\"mlp\")");
+  if (Status s = OneOf("model.kind", model->kind(), {"mlp"}); !s.ok()) return s;
+  for (int i = 0; i < model->hidden_size(); ++i) {
+    if (model->hidden(i) <= 0) {
+      return Status::InvalidArgument(Describe("model.hidden[" + std::to_string(i) + "]",
+                                              model->hidden(i)) +
+                                     " must be positive");
+    }
+  }
+  return Status::Ok();
+}
+
+Status CheckData(v1::DataSpec* data, uint64_t job_seed) {
+  if (data->kind().empty()) data->set_kind("synthetic");
+  if (data->task().empty()) data->set_task("classification");
+  const bool classification = data->task() == "classification";
+  if (data->outputs() == 0) data->set_outputs(classification ? 10 : 1);
+  // A data seed distinct from the init seed, yet fixed by the job seed.
+  if (data->seed() == 0) data->set_seed(job_seed ^ 0x9E3779B97F4A7C15ULL);
+  Status s = FirstError({
+      OneOf("data.kind", data->kind(), {"synthetic"}),
+      OneOf("data.task", data->task(), {"classification", "regression"}),
+      Positive("data.samples", static_cast<double>(data->samples())),
+      Positive("data.features", static_cast<double>(data->features())),
+      NotNegative("data.noise", data->noise()),
+  });
+  if (!s.ok()) return s;
+  if (classification && data->outputs() < 2) {
+    return Status::InvalidArgument(Describe("data.outputs", data->outputs()) +
+                                   " must be at least 2 classes for classification");
+  }
+  if (data->outputs() < 0) {
+    return Status::InvalidArgument(Describe("data.outputs", data->outputs()) +
+                                   " must be positive");
+  }
+  return Status::Ok();
+}
+
+Status CheckOptimizer(v1::OptimizerSpec* opt) {
+  if (opt->kind().empty()) opt->set_kind("sgd");
+  if (opt->kind() == "adamw") {
+    if (opt->beta1() == 0) opt->set_beta1(0.9);
+    if (opt->beta2() == 0) opt->set_beta2(0.999);
+    if (opt->eps() == 0) opt->set_eps(1e-8);
+  }
+  Status s = FirstError({
+      OneOf("optimizer.kind", opt->kind(), {"sgd", "adamw"}),
+      Positive("optimizer.lr", opt->lr()),
+      InUnitInterval("optimizer.momentum", opt->momentum()),
+      NotNegative("optimizer.weight_decay", opt->weight_decay()),
+      InUnitInterval("optimizer.beta1", opt->beta1()),
+      InUnitInterval("optimizer.beta2", opt->beta2()),
+      NotNegative("optimizer.eps", opt->eps()),
+  });
+  if (!s.ok()) return s;
+  if (opt->nesterov() && opt->momentum() == 0) {
+    return Status::InvalidArgument("optimizer.nesterov needs optimizer.momentum > 0");
+  }
+  if (opt->kind() != "sgd" && (opt->momentum() != 0 || opt->nesterov())) {
+    return Status::InvalidArgument("optimizer.momentum and optimizer.nesterov apply to \"sgd\" only, not " +
+                                   Quoted(opt->kind()));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<v1::JobSpec> NormalizeJobSpec(const v1::JobSpec& input) {
+  v1::JobSpec spec = input;
+  if (spec.devices() == 0) spec.set_devices(1);
+  if (spec.normalization().empty()) spec.set_normalization("exact");
+  Status s = FirstError({
+      CheckModel(spec.mutable_model()),
+      CheckData(spec.mutable_data(), spec.seed()),
+      CheckOptimizer(spec.mutable_optimizer()),
+      OneOf("normalization", spec.normalization(), {"exact", "per_microbatch_mean"}),
+      NotNegative("max_grad_norm", spec.max_grad_norm()),
+      NotNegative("max_steps", static_cast<double>(spec.max_steps())),
+      NotNegative("epochs", static_cast<double>(spec.epochs())),
+      NotNegative("threads.intra_op", spec.threads().intra_op()),
+      NotNegative("threads.blas", spec.threads().blas()),
+  });
+  if (!s.ok()) return s;
+  if (spec.devices() < 0) {
+    return Status::InvalidArgument(Describe("devices", spec.devices()) + " must be positive");
+  }
+  if (spec.max_steps() == 0 && spec.epochs() == 0) {
+    return Status::InvalidArgument("set max_steps or epochs (both are 0): the job would never end");
+  }
+  if (StatusOr<v1::BatchPlan> batch = ResolveBatchPlan(spec); !batch.ok()) return batch.status();
+  return spec;
+}
+
+StatusOr<v1::BatchPlan> ResolveBatchPlan(const v1::JobSpec& spec) {
+  BatchRequest request;
+  request.global_batch = spec.global_batch();
+  request.micro_batch = spec.micro_batch();
+  request.accumulation_steps = spec.accumulation_steps();
+  request.devices = spec.devices();
+  StatusOr<BatchSizes> sizes = ResolveBatch(request);
+  if (!sizes.ok()) return sizes.status();
+  v1::BatchPlan plan;
+  plan.set_micro_batch(sizes->micro_batch);
+  plan.set_accumulation_steps(sizes->accumulation_steps);
+  plan.set_devices(static_cast<int32_t>(sizes->devices));
+  plan.set_global_batch(sizes->global_batch);
+  return plan;
+}
+
+int64_t TotalSteps(const v1::JobSpec& spec, const v1::BatchPlan& batch) {
+  return PlanSteps(spec.data().samples(), batch.global_batch(), spec.epochs(), spec.max_steps())
+      .steps_total;
+}
+
+}  // namespace accumulus

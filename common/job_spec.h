@@ -1,0 +1,23 @@
+// Validation and defaults of a JobSpec, shared by the controller (which
+// rejects bad specs before queueing them) and the trainer (which trusts
+// nothing it did not check).
+#pragma once
+
+#include "accumulus/v1/job.pb.h"
+#include "common/status.h"
+
+namespace accumulus {
+
+// Returns the spec with every defaulted field made explicit (devices 1,
+// normalization "exact", AdamW betas, class count, data seed), or
+// INVALID_ARGUMENT naming the first offending field (by its path, e.g.
+// "optimizer.lr") and its value.
+StatusOr<v1::JobSpec> NormalizeJobSpec(const v1::JobSpec& spec);
+
+// The batch arithmetic of a normalized spec.
+StatusOr<v1::BatchPlan> ResolveBatchPlan(const v1::JobSpec& spec);
+
+// Optimizer steps the job takes in total.
+int64_t TotalSteps(const v1::JobSpec& spec, const v1::BatchPlan& batch);
+
+}  // namespace accumulus

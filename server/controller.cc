@@ -1,0 +1,55 @@
+#include "server/controller.h"
+
+#include <grpcpp/health_check_service_interface.h>
+
+namespace accumulus::server {
+
+StatusOr<std::unique_ptr<Controller>> Controller::Start(const ControllerOptions& options) {
+  std::unique_ptr<Controller> c(new Controller());
+  c->metrics_ = std::make_unique<ControllerMetrics>(&c->registry_);
+  c->jobs_ = std::make_unique<JobManager>(c->metrics_.get());
+  c->controller_service_ = std::make_unique<ControllerService>(c->jobs_.get(), c->metrics_.get());
+  c->worker_link_service_ =
+      std::make_unique<WorkerLinkService>(c->jobs_.get(), options.heartbeat_interval_ms);
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options.listen_address, grpc::InsecureServerCredentials(),
+                           &c->grpc_port_);
+  builder.RegisterService(c->controller_service_.get());
+  builder.RegisterService(c->worker_link_service_.get());
+  // Dead workers are noticed even when their TCP connection hangs silently.
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, options.heartbeat_interval_ms);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, options.heartbeat_interval_ms);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
+                             options.heartbeat_interval_ms / 2);
+  c->server_ = builder.BuildAndStart();
+  if (!c->server_ || c->grpc_port_ == 0) {
+    return Status::Unavailable("cannot listen for gRPC on " + options.listen_address);
+  }
+  c->server_->GetHealthCheckService()->SetServingStatus(true);
+
+  if (options.metrics_port >= 0) {
+    auto exporter =
+        metrics::HttpExporter::Start(options.metrics_host, options.metrics_port, &c->registry_);
+    if (!exporter.ok()) return exporter.status();
+    c->exporter_ = std::move(*exporter);
+  }
+  return c;
+}
+
+void Controller::Shutdown(std::chrono::milliseconds deadline) {
+  if (shut_down_) return;
+  shut_down_ = true;
+  server_->GetHealthCheckService()->SetServingStatus(false);
+  server_->Shutdown(std::chrono::system_clock::now() + deadline);
+  server_->Wait();
+  exporter_.reset();
+}
+
+Controller::~Controller() {
+  if (server_) Shutdown(std::chrono::milliseconds(0));
+}
+
+}  // namespace accumulus::server

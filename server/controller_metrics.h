@@ -1,0 +1,28 @@
+// Every Prometheus family the controller exports, built in one place.
+#pragma once
+
+#include "common/metrics/registry.h"
+
+namespace accumulus::server {
+
+struct ControllerMetrics {
+  explicit ControllerMetrics(metrics::Registry* registry);
+
+  // Labels: state (queued, starting, running, ..., cancelled).
+  metrics::Family<metrics::Gauge>* jobs;
+  metrics::Counter* jobs_submitted;
+  metrics::Counter* jobs_rejected;
+  metrics::Gauge* workers_connected;
+  metrics::Gauge* device_slots_free;
+  metrics::Counter* events_total;
+  metrics::Gauge* watchers;
+  // Per running job (label: job); removed when the job ends.
+  metrics::Family<metrics::Counter>* job_steps;
+  metrics::Family<metrics::Gauge>* job_loss;
+  metrics::Family<metrics::Gauge>* job_samples_per_second;
+  metrics::Family<metrics::Gauge>* job_effective_batch;
+  metrics::Family<metrics::Gauge>* job_tensor_peak_bytes;
+  metrics::Family<metrics::Histogram>* job_step_seconds;
+};
+
+}  // namespace accumulus::server

@@ -1,0 +1,75 @@
+#include "server/controller_service.h"
+
+#include "common/grpc_status.h"
+#include "server/watch_reactor.h"
+
+namespace accumulus::server {
+namespace {
+
+// Finishes a unary RPC with `result` copied into `response`, or its error.
+template <typename T>
+grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* context, const StatusOr<T>& result,
+                                T* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (result.ok()) *response = *result;
+  reactor->Finish(ToGrpcStatus(result.status()));
+  return reactor;
+}
+
+// A write reactor that fails at once (e.g. WatchJob of an unknown job).
+class FailedWatch final : public grpc::ServerWriteReactor<v1::JobEvent> {
+ public:
+  explicit FailedWatch(const Status& status) { Finish(ToGrpcStatus(status)); }
+  void OnDone() override { delete this; }
+};
+
+}  // namespace
+
+grpc::ServerUnaryReactor* ControllerService::SubmitJob(grpc::CallbackServerContext* context,
+                                                       const v1::SubmitJobRequest* request,
+                                                       v1::Job* response) {
+  return Reply(context, jobs_->Submit(request->spec()), response);
+}
+
+grpc::ServerUnaryReactor* ControllerService::GetJob(grpc::CallbackServerContext* context,
+                                                    const v1::GetJobRequest* request,
+                                                    v1::Job* response) {
+  return Reply(context, jobs_->Get(request->job_id()), response);
+}
+
+grpc::ServerUnaryReactor* ControllerService::ListJobs(grpc::CallbackServerContext* context,
+                                                      const v1::ListJobsRequest*,
+                                                      v1::ListJobsResponse* response) {
+  for (v1::Job& job : jobs_->List()) *response->add_jobs() = std::move(job);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ControllerService::CancelJob(grpc::CallbackServerContext* context,
+                                                       const v1::CancelJobRequest* request,
+                                                       v1::Job* response) {
+  return Reply(context, jobs_->Cancel(request->job_id(), request->reason()), response);
+}
+
+grpc::ServerWriteReactor<v1::JobEvent>* ControllerService::WatchJob(
+    grpc::CallbackServerContext*, const v1::WatchJobRequest* request) {
+  StatusOr<std::shared_ptr<EventLog>> log = jobs_->Events(request->job_id());
+  if (!log.ok()) return new FailedWatch(log.status());
+  if (request->after_sequence() < 0) {
+    return new FailedWatch(Status::InvalidArgument(
+        "after_sequence " + std::to_string(request->after_sequence()) + " must not be negative"));
+  }
+  return new WatchReactor(*log, request->after_sequence(), metrics_);
+}
+
+grpc::ServerUnaryReactor* ControllerService::ListWorkers(grpc::CallbackServerContext* context,
+                                                         const v1::ListWorkersRequest*,
+                                                         v1::ListWorkersResponse* response) {
+  for (v1::WorkerInfo& w : jobs_->Workers()) *response->add_workers() = std::move(w);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+}  // namespace accumulus::server

@@ -1,0 +1,39 @@
+// The client-facing gRPC API (accumulus.v1.Controller), on the callback API:
+// no RPC holds a thread while it waits, so thousands of watchers cost no
+// threads.
+#pragma once
+
+#include "accumulus/v1/controller.grpc.pb.h"
+#include "server/controller_metrics.h"
+#include "server/job_manager.h"
+
+namespace accumulus::server {
+
+class ControllerService final : public v1::Controller::CallbackService {
+ public:
+  ControllerService(JobManager* jobs, ControllerMetrics* metrics)
+      : jobs_(jobs), metrics_(metrics) {}
+
+  grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* context,
+                                      const v1::SubmitJobRequest* request,
+                                      v1::Job* response) override;
+  grpc::ServerUnaryReactor* GetJob(grpc::CallbackServerContext* context,
+                                   const v1::GetJobRequest* request, v1::Job* response) override;
+  grpc::ServerUnaryReactor* ListJobs(grpc::CallbackServerContext* context,
+                                     const v1::ListJobsRequest* request,
+                                     v1::ListJobsResponse* response) override;
+  grpc::ServerUnaryReactor* CancelJob(grpc::CallbackServerContext* context,
+                                      const v1::CancelJobRequest* request,
+                                      v1::Job* response) override;
+  grpc::ServerWriteReactor<v1::JobEvent>* WatchJob(grpc::CallbackServerContext* context,
+                                                   const v1::WatchJobRequest* request) override;
+  grpc::ServerUnaryReactor* ListWorkers(grpc::CallbackServerContext* context,
+                                        const v1::ListWorkersRequest* request,
+                                        v1::ListWorkersResponse* response) override;
+
+ private:
+  JobManager* const jobs_;
+  ControllerMetrics* const metrics_;
+};
+
+}  // namespace accumulus::server

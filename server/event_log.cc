@@ -1,0 +1,59 @@
+#include "server/event_log.h"
+
+#include <algorithm>
+
+#include <google/protobuf/util/time_util.h>
+
+namespace accumulus::server {
+
+const v1::JobEvent& EventLog::Append(v1::JobEvent event, bool closes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  event.set_job_id(job_id_);
+  event.set_sequence(static_cast<int64_t>(events_.size()) + 1);
+  if (!event.has_time()) {
+    *event.mutable_time() = google::protobuf::util::TimeUtil::GetCurrentTime();
+  }
+  events_.push_back(std::move(event));
+  closed_ = closed_ || closes;
+  return events_.back();
+}
+
+void EventLog::Notify() {
+  std::vector<std::shared_ptr<Listener>> listeners;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    listeners = listeners_;
+  }
+  for (const auto& l : listeners) l->OnEventsAvailable();
+}
+
+bool EventLog::Read(int64_t after, v1::JobEvent* out) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (after < 0 || after >= static_cast<int64_t>(events_.size())) return false;
+  *out = events_[static_cast<size_t>(after)];
+  return true;
+}
+
+int64_t EventLog::last_sequence() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return static_cast<int64_t>(events_.size());
+}
+
+bool EventLog::closed() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return closed_;
+}
+
+void EventLog::Subscribe(std::shared_ptr<Listener> listener) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  listeners_.push_back(std::move(listener));
+}
+
+void EventLog::Unsubscribe(const Listener* listener) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  listeners_.erase(std::remove_if(listeners_.begin(), listeners_.end(),
+                                  [listener](const auto& l) { return l.get() == listener; }),
+                   listeners_.end());
+}
+
+}  // namespace accumulus::server

@@ -1,0 +1,55 @@
+// The events of one job, in sequence order, and the watchers following them.
+//
+// The log is the watchers' queue: each watcher keeps its own cursor (the next
+// sequence number it wants) and reads from the log at its own pace, so a slow
+// watcher never makes an append wait and never holds events of its own.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "accumulus/v1/job.pb.h"
+
+namespace accumulus::server {
+
+class EventLog {
+ public:
+  // Told that the log has grown or closed. Called without the log's lock
+  // held; must not block.
+  class Listener {
+   public:
+    virtual ~Listener() = default;
+    virtual void OnEventsAvailable() = 0;
+  };
+
+  explicit EventLog(std::string job_id) : job_id_(std::move(job_id)) {}
+
+  // Stamps `event` with the job id and the next sequence number (from 1) and
+  // stores it; `closes` marks the job's final event. Listeners are not told:
+  // call Notify() once the caller has released its own locks.
+  const v1::JobEvent& Append(v1::JobEvent event, bool closes);
+
+  // Tells every listener that the log changed.
+  void Notify();
+
+  // The event with sequence number `after + 1`, if recorded.
+  bool Read(int64_t after, v1::JobEvent* out) const;
+  // The highest sequence number recorded (0: none).
+  int64_t last_sequence() const;
+  // True once the final event was appended.
+  bool closed() const;
+
+  void Subscribe(std::shared_ptr<Listener> listener);
+  void Unsubscribe(const Listener* listener);
+
+ private:
+  const std::string job_id_;
+  mutable std::mutex mutex_;
+  // State below is protected by mutex_.
+  std::vector<v1::JobEvent> events_;  // events_[i].sequence() == i + 1
+  bool closed_ = false;
+  std::vector<std::shared_ptr<Listener>> listeners_;
+};
+
+}  // namespace accumulus::server

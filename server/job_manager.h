@@ -1,0 +1,91 @@
+// The controller's state: jobs, their event logs, connected workers and the
+// device slots they hold; and the rules that move jobs between states.
+//
+// One mutex guards everything; no call blocks while holding it (messages to
+// workers are queued, watchers are told after it is released).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "accumulus/v1/controller.pb.h"
+#include "accumulus/v1/worker.pb.h"
+#include "common/status.h"
+#include "server/controller_metrics.h"
+#include "server/event_log.h"
+
+namespace accumulus::server {
+
+class JobManager {
+ public:
+  // Queues a message on a worker's link; must not block.
+  using WorkerSender = std::function<void(const v1::ControllerMessage&)>;
+
+  explicit JobManager(ControllerMetrics* metrics) : metrics_(metrics) {}
+
+  // Client API ---------------------------------------------------------------
+
+  // Validates the spec (INVALID_ARGUMENT naming the field and value), queues
+  // the job and places it if a worker has room.
+  StatusOr<v1::Job> Submit(const v1::JobSpec& spec);
+  StatusOr<v1::Job> Get(const std::string& job_id) const;
+  std::vector<v1::Job> List() const;
+  // QUEUED jobs end CANCELLED at once; placed ones go CANCELLING until their
+  // worker confirms. FAILED_PRECONDITION for finished jobs.
+  StatusOr<v1::Job> Cancel(const std::string& job_id, const std::string& reason);
+  StatusOr<std::shared_ptr<EventLog>> Events(const std::string& job_id) const;
+  std::vector<v1::WorkerInfo> Workers() const;
+
+  // Worker link ---------------------------------------------------------------
+
+  // A worker (re)connected. Returns a session number for WorkerGone. A worker
+  // that reconnects replaces its previous session; its jobs that it no longer
+  // reports as running fail.
+  uint64_t WorkerConnected(const v1::Register& registration, WorkerSender sender);
+  // The link of `session` ended: the worker's jobs fail and its slots go.
+  void WorkerGone(const std::string& worker_id, uint64_t session, const std::string& reason);
+  void RecordEvents(const std::string& worker_id, const v1::TrainerEvents& events);
+  void RecordStatus(const std::string& worker_id, const v1::AssignmentStatus& status);
+
+ private:
+  struct JobRecord {
+    v1::Job job;
+    std::shared_ptr<EventLog> log;
+  };
+  struct WorkerRecord {
+    v1::Register registration;
+    uint64_t session = 0;
+    int32_t free_slots = 0;
+    std::set<std::string> jobs;
+    WorkerSender sender;
+  };
+  // Logs to notify once the mutex is released.
+  using Touched = std::vector<std::shared_ptr<EventLog>>;
+
+  JobRecord* FindLocked(const std::string& job_id);
+  void SetStateLocked(JobRecord* record, v1::JobState state, const std::string& reason,
+                      Touched* touched);
+  void ReleaseLocked(JobRecord* record);
+  void ScheduleLocked(Touched* touched);
+  void UpdateGaugesLocked();
+  static void NotifyAll(const Touched& touched);
+
+  ControllerMetrics* const metrics_;
+
+  mutable std::mutex mutex_;
+  // State below is protected by mutex_.
+  std::map<std::string, JobRecord> jobs_;
+  std::vector<std::string> job_order_;  // submission order
+  std::vector<std::string> queue_;      // QUEUED jobs, FIFO
+  std::map<std::string, WorkerRecord> workers_;
+  int64_t next_job_number_ = 1;
+  uint64_t next_session_ = 1;
+};
+
+}  // namespace accumulus::server

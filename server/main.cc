@@ -1,0 +1,53 @@
+// accumulus-controller: parses flags, starts the Controller, waits for
+// SIGINT/SIGTERM, stops gracefully.
+#include <cstdio>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include "common/logging.h"
+#include "common/signals.h"
+#include "server/controller.h"
+
+int main(int argc, char** argv) {
+  accumulus::server::ControllerOptions options;
+  accumulus::LoggingOptions logging;
+  CLI::App app{"accumulus-controller: accepts gradient-accumulation jobs and places them on workers"};
+  app.add_option("--listen", options.listen_address, "gRPC listen address (port 0: any free port)")
+      ->capture_default_str();
+  app.add_option("--metrics-host", options.metrics_host, "host for the /metrics HTTP endpoint")
+      ->capture_default_str();
+  app.add_option("--metrics-port", options.metrics_port,
+                 "port for /metrics (0: any free port, -1: disabled)")
+      ->capture_default_str();
+  app.add_option("--heartbeat-ms", options.heartbeat_interval_ms,
+                 "worker heartbeat / keepalive interval")
+      ->check(CLI::Range(100, 600000))
+      ->capture_default_str();
+  app.add_option("--log-level", logging.level)->capture_default_str();
+  app.add_option("--log-format", logging.format, "text or json")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  if (auto s = accumulus::SetUpLogging("controller", logging); !s.ok()) {
+    std::cerr << s.message() << "\n";
+    return 2;
+  }
+  accumulus::BlockTerminationSignals();
+  auto controller = accumulus::server::Controller::Start(options);
+  if (!controller.ok()) {
+    spdlog::error("{}", controller.status().message());
+    return 1;
+  }
+  // One machine-readable line for whoever started us (tests, `accumulus up`).
+  std::printf("accumulus-controller ready grpc_port=%d metrics_port=%d\n",
+              (*controller)->grpc_port(), (*controller)->metrics_port());
+  std::fflush(stdout);
+  spdlog::info("serving gRPC on port {}, /metrics on port {}", (*controller)->grpc_port(),
+               (*controller)->metrics_port());
+
+  const int signal = accumulus::WaitForTerminationSignal();
+  spdlog::info("signal {}: shutting down", signal);
+  (*controller)->Shutdown(std::chrono::seconds(5));
+  return 0;
+}

@@ -1,0 +1,78 @@
+#include "server/watch_reactor.h"
+
+namespace accumulus::server {
+
+WatchReactor::WatchReactor(std::shared_ptr<EventLog> log, int64_t after_sequence,
+                           ControllerMetrics* metrics)
+    : log_(std::move(log)),
+      metrics_(metrics),
+      link_(std::make_shared<Link>(this)),
+      sent_through_(after_sequence) {
+  metrics_->watchers->Increment();
+  log_->Subscribe(link_);
+  Pump();
+}
+
+void WatchReactor::Link::OnEventsAvailable() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (reactor_ != nullptr) reactor_->Pump();
+}
+
+void WatchReactor::Link::Detach() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  reactor_ = nullptr;
+}
+
+void WatchReactor::Pump() {
+  enum { kNothing, kWrite, kFinish } action = kNothing;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (writing_ || cancelled_ || finish_called_) return;
+    if (log_->Read(sent_through_, &message_)) {
+      writing_ = true;
+      sent_through_ = message_.sequence();
+      action = kWrite;
+    } else if (log_->closed()) {
+      finish_called_ = true;
+      action = kFinish;
+    }
+  }
+  // Outside the lock: gRPC may run a reaction on this thread.
+  if (action == kWrite) StartWrite(&message_);
+  if (action == kFinish) Finish(grpc::Status::OK);
+}
+
+void WatchReactor::OnWriteDone(bool ok) {
+  bool finish = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    writing_ = false;
+    if (!ok) cancelled_ = true;
+    if (cancelled_ && !finish_called_) finish_called_ = finish = true;
+  }
+  if (finish) {
+    Finish(grpc::Status::CANCELLED);
+  } else {
+    Pump();
+  }
+}
+
+void WatchReactor::OnCancel() {
+  bool finish = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    cancelled_ = true;
+    // With a write in flight, its OnWriteDone finishes instead.
+    if (!writing_ && !finish_called_) finish_called_ = finish = true;
+  }
+  if (finish) Finish(grpc::Status::CANCELLED);
+}
+
+void WatchReactor::OnDone() {
+  link_->Detach();
+  log_->Unsubscribe(link_.get());
+  metrics_->watchers->Decrement();
+  delete this;
+}
+
+}  // namespace accumulus::server

@@ -1,0 +1,57 @@
+// One WatchJob stream: replays a job's recorded events after the requested
+// sequence number, then follows new ones, and finishes after the job's final
+// event. It reads the job's EventLog at its own pace (one write in flight),
+// so a slow watcher delays nobody.
+#pragma once
+
+#include <memory>
+#include <mutex>
+
+#include <grpcpp/grpcpp.h>
+
+#include "accumulus/v1/job.pb.h"
+#include "server/controller_metrics.h"
+#include "server/event_log.h"
+
+namespace accumulus::server {
+
+class WatchReactor final : public grpc::ServerWriteReactor<v1::JobEvent> {
+ public:
+  // Starts streaming; the reactor deletes itself when the RPC is done.
+  WatchReactor(std::shared_ptr<EventLog> log, int64_t after_sequence, ControllerMetrics* metrics);
+
+  void OnWriteDone(bool ok) override;
+  void OnCancel() override;
+  void OnDone() override;
+
+ private:
+  // The log's handle on this reactor; cut when the reactor is done so a late
+  // notification cannot reach a deleted reactor.
+  class Link final : public EventLog::Listener {
+   public:
+    explicit Link(WatchReactor* reactor) : reactor_(reactor) {}
+    void OnEventsAvailable() override;
+    void Detach();
+
+   private:
+    std::mutex mutex_;
+    WatchReactor* reactor_;  // GUARDED_BY(mutex_)
+  };
+
+  // Starts the next write, or finishes once the log is closed and drained.
+  void Pump();
+
+  const std::shared_ptr<EventLog> log_;
+  ControllerMetrics* const metrics_;
+  std::shared_ptr<Link> link_;
+
+  std::mutex mutex_;
+  // State below is protected by mutex_.
+  int64_t sent_through_;  // sequence number of the last event written
+  bool writing_ = false;
+  bool cancelled_ = false;
+  bool finish_called_ = false;  // gRPC needs exactly one Finish
+  v1::JobEvent message_;  // owned by gRPC between StartWrite and OnWriteDone
+};
+
+}  // namespace accumulus::server

@@ -1,0 +1,141 @@
+#include "worker/controller_link.h"
+
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+
+namespace accumulus::worker {
+
+ControllerLink::ControllerLink(LinkOptions options, v1::Register registration,
+                               std::function<std::vector<std::string>()> running_jobs,
+                               std::function<void(const v1::ControllerMessage&)> on_message)
+    : options_(std::move(options)),
+      registration_(std::move(registration)),
+      running_jobs_(std::move(running_jobs)),
+      on_message_(std::move(on_message)) {
+  grpc::ChannelArguments args;
+  // Notice a dead controller even when no message is due.
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, static_cast<int>(options_.max_backoff.count()));
+  channel_ = grpc::CreateCustomChannel(options_.controller_address,
+                                       grpc::InsecureChannelCredentials(), args);
+  stub_ = v1::WorkerLink::NewStub(channel_);
+}
+
+ControllerLink::~ControllerLink() { Stop(); }
+
+void ControllerLink::Start() { thread_ = std::thread([this] { Run(); }); }
+
+void ControllerLink::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+    if (context_ != nullptr) context_->TryCancel();
+  }
+  changed_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void ControllerLink::Send(v1::WorkerMessage message) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    outbox_.push_back(std::move(message));
+    if (outbox_.size() > options_.max_buffered) {
+      outbox_.pop_front();
+      if (dropped_++ % 1000 == 0) {
+        spdlog::warn("controller unreachable: dropped {} buffered message(s)", dropped_);
+      }
+    }
+  }
+  changed_.notify_all();
+}
+
+void ControllerLink::Run() {
+  auto backoff = options_.initial_backoff;
+  while (true) {
+    if (RunSession()) backoff = options_.initial_backoff;
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (stopping_) return;
+    spdlog::info("controller {} unreachable; retrying in {} ms", options_.controller_address,
+                 backoff.count());
+    // A timed wait is the backoff itself; Stop() cuts it short.
+    changed_.wait_for(lock, backoff, [this] { return stopping_; });
+    if (stopping_) return;
+    backoff = std::min(options_.max_backoff, backoff * 2);
+  }
+}
+
+bool ControllerLink::RunSession() {
+  grpc::ClientContext context;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_) return false;
+    context_ = &context;
+  }
+  auto stream = stub_->Connect(&context);
+  v1::WorkerMessage hello;
+  *hello.mutable_register_() = registration_;
+  for (const std::string& id : running_jobs_()) hello.mutable_register_()->add_running_job_ids(id);
+
+  bool registered = false;
+  v1::ControllerMessage reply;
+  if (stream->Write(hello) && stream->Read(&reply) && reply.has_registered()) {
+    registered = true;
+    spdlog::info("registered with controller {} as {}", options_.controller_address,
+                 reply.registered().worker_id());
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      session_live_ = true;
+    }
+    std::thread writer([&] { WriteLoop(stream.get(), reply.registered().heartbeat_interval_ms()); });
+    while (stream->Read(&reply)) on_message_(reply);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      session_live_ = false;
+    }
+    changed_.notify_all();
+    context.TryCancel();
+    writer.join();
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    context_ = nullptr;
+  }
+  const grpc::Status status = stream->Finish();
+  if (registered) spdlog::warn("link to controller ended: {}", status.error_message());
+  return registered;
+}
+
+void ControllerLink::WriteLoop(
+    grpc::ClientReaderWriter<v1::WorkerMessage, v1::ControllerMessage>* stream, int heartbeat_ms) {
+  const auto interval = std::chrono::milliseconds(std::max(100, heartbeat_ms));
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (session_live_ && !stopping_) {
+    v1::WorkerMessage message;
+    if (outbox_.empty()) {
+      // Idle: wake for a message, for the end, or to send a heartbeat.
+      if (!changed_.wait_for(lock, interval, [this] {
+            return !outbox_.empty() || !session_live_ || stopping_;
+          })) {
+        message.mutable_heartbeat();
+      } else {
+        continue;
+      }
+    } else {
+      message = std::move(outbox_.front());
+      outbox_.pop_front();
+    }
+    lock.unlock();
+    const bool ok = stream->Write(message);
+    lock.lock();
+    if (!ok) {
+      // Not delivered: keep it for the next session.
+      if (!message.has_heartbeat()) outbox_.push_front(std::move(message));
+      return;
+    }
+  }
+}
+
+}  // namespace accumulus::worker

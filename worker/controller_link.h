@@ -1,0 +1,71 @@
+// The worker's end of the worker link: dials the controller, registers, and
+// keeps the stream up, reconnecting with exponential backoff (so a worker may
+// start before the controller). Outgoing messages queue while the link is
+// down (bounded) and go out in order once it is up again.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include <grpcpp/grpcpp.h>
+
+#include "accumulus/v1/worker.grpc.pb.h"
+
+namespace accumulus::worker {
+
+struct LinkOptions {
+  std::string controller_address;
+  std::chrono::milliseconds initial_backoff{200};
+  std::chrono::milliseconds max_backoff{5000};
+  // Messages kept while disconnected; beyond this the oldest are dropped
+  // (and the drop is logged).
+  size_t max_buffered = 100000;
+};
+
+class ControllerLink {
+ public:
+  // `registration` is re-sent on every connect, with running_job_ids filled
+  // from `running_jobs()`. `on_message` receives assignments and cancels on
+  // the link's reader thread; it must not block for long.
+  ControllerLink(LinkOptions options, v1::Register registration,
+                 std::function<std::vector<std::string>()> running_jobs,
+                 std::function<void(const v1::ControllerMessage&)> on_message);
+  ~ControllerLink();  // Stop()s.
+
+  void Start();
+  void Stop();
+  // Queues a message for the controller.
+  void Send(v1::WorkerMessage message);
+
+ private:
+  // One connection attempt through its end; true if it registered.
+  bool RunSession();
+  void WriteLoop(grpc::ClientReaderWriter<v1::WorkerMessage, v1::ControllerMessage>* stream,
+                 int heartbeat_ms);
+  void Run();
+
+  const LinkOptions options_;
+  const v1::Register registration_;
+  const std::function<std::vector<std::string>()> running_jobs_;
+  const std::function<void(const v1::ControllerMessage&)> on_message_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::WorkerLink::Stub> stub_;
+  std::thread thread_;
+
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  // State below is protected by mutex_.
+  std::deque<v1::WorkerMessage> outbox_;
+  bool stopping_ = false;
+  bool session_live_ = false;
+  grpc::ClientContext* context_ = nullptr;  // of the live session, for Stop
+  uint64_t dropped_ = 0;
+};
+
+}  // namespace accumulus::worker

@@ -1,0 +1,48 @@
+// What the engine reports while it trains, through an EventSink the caller
+// provides (the trainer process turns these into protobuf events).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace accumulus::engine {
+
+// Sent once, before the first step.
+struct RunReport {
+  std::string device;
+  int64_t parameters = 0;
+  int64_t samples_per_epoch = 0;
+  int64_t steps_per_epoch = 0;
+  int64_t steps_total = 0;
+};
+
+// One optimizer step (one accumulation window).
+struct StepReport {
+  int64_t step = 0;  // 1-based
+  int64_t epoch = 0;
+  int64_t microbatches = 0;
+  int64_t samples = 0;
+  int64_t effective_batch = 0;
+  int64_t loss_items = 0;
+  double loss = 0;  // mean over the window's items
+  double lr = 0;
+  double grad_norm = 0;  // before clipping
+  bool clipped = false;
+  double samples_per_second = 0;
+  double step_seconds = 0;
+  int64_t tensor_bytes = 0;
+  int64_t tensor_peak_bytes = 0;
+  int64_t steps_total = 0;
+};
+
+enum class LogLevel { kInfo, kWarning, kError };
+
+class EventSink {
+ public:
+  virtual ~EventSink() = default;
+  virtual void OnRun(const RunReport& report) = 0;
+  virtual void OnStep(const StepReport& report) = 0;
+  virtual void OnLog(LogLevel level, const std::string& text) = 0;
+};
+
+}  // namespace accumulus::engine

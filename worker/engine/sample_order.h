@@ -1,0 +1,38 @@
+// The order in which a job sees its samples. Standard library only.
+//
+// Each epoch is a seeded permutation of [0, samples), consumed in order, one
+// global batch per optimizer step. Which samples a step sees depends only on
+// the seed, the epoch and the global batch, never on how the global batch is
+// split into micro-batches and devices: that is what makes runs with
+// different splits comparable, and resumable on a different device count.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace accumulus::engine {
+
+// The permutation of [0, samples) for one epoch. A Fisher-Yates shuffle
+// driven by SplitMix64, written out here (not std::shuffle, whose algorithm
+// is implementation-defined) so the order is the same on every platform and
+// easy to reproduce in a Python reference.
+std::vector<int64_t> EpochPermutation(int64_t samples, uint64_t seed, int64_t epoch);
+
+// Samples [begin, end) of one window within an epoch's permutation.
+struct WindowRange {
+  int64_t begin = 0;
+  int64_t end = 0;
+  int64_t size() const { return end - begin; }
+};
+
+// The window `index` (0-based) of an epoch of `samples` cut into global
+// batches; the last window is short when the division is not exact.
+WindowRange WindowOf(int64_t samples, int64_t global_batch, int64_t index);
+
+// The micro-batches of one rank within a window of `window_size` samples:
+// rank r takes positions [r·m·k, (r+1)·m·k) of the window (clipped to its
+// size), cut into pieces of m. Ranks beyond a short window's end get none.
+std::vector<WindowRange> MicroBatchesOf(const WindowRange& window, int64_t micro_batch,
+                                        int64_t accumulation_steps, int rank);
+
+}  // namespace accumulus::engine

@@ -1,0 +1,25 @@
+// The trainer owns its CPU thread configuration: LibTorch intra-op threads,
+// inter-op threads and BLAS threads. Oversubscription (OpenMP threads plus
+// OpenBLAS's own threads on the same cores) halves throughput on small
+// machines, so BLAS gets one thread per rank unless told otherwise.
+#pragma once
+
+#include <string>
+
+namespace accumulus::engine {
+
+struct ThreadReport {
+  int intra_op_threads = 0;
+  int inter_op_threads = 0;
+  // -1 when the BLAS offers no way to set or read its thread count.
+  int blas_threads = -1;
+  // e.g. "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Haswell MAX_THREADS=64",
+  // or a note that the BLAS could not be identified.
+  std::string blas;
+};
+
+// Applies the thread counts (values <= 0 keep LibTorch's and the BLAS's
+// defaults) and reports what is in force. Call once, before any tensor work.
+ThreadReport ConfigureThreads(int intra_op_threads, int blas_threads);
+
+}  // namespace accumulus::engine

@@ -1,0 +1,42 @@
+// A CPU allocator that counts tensor bytes: the CPU analogue of
+// torch.cuda.memory_allocated / max_memory_allocated.
+//
+// Installed with c10::SetCPUAllocator, it sees every CPU tensor allocation
+// made after installation. Counters are atomics: LibTorch's intra-op pool
+// allocates from several threads at once.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include <c10/core/Allocator.h>
+
+namespace accumulus::engine {
+
+class TrackingCpuAllocator final : public c10::Allocator {
+ public:
+  // The process-wide instance, installed as LibTorch's CPU allocator on the
+  // first call (with a priority above the default allocator's).
+  static TrackingCpuAllocator* Install();
+
+  c10::DataPtr allocate(size_t bytes) const override;
+  c10::DeleterFnPtr raw_deleter() const override { return &Free; }
+
+  // Bytes of live tensors allocated through this allocator.
+  int64_t current_bytes() const { return current_.load(std::memory_order_relaxed); }
+  // Highest current_bytes() since the last ResetPeak().
+  int64_t peak_bytes() const { return peak_.load(std::memory_order_relaxed); }
+  // Starts a new peak measurement from the current level (call at each
+  // window start so the peak describes one window).
+  void ResetPeak() { peak_.store(current_bytes(), std::memory_order_relaxed); }
+
+ private:
+  TrackingCpuAllocator() = default;
+  static void Free(void* data);
+  void Account(int64_t delta) const;
+
+  mutable std::atomic<int64_t> current_{0};
+  mutable std::atomic<int64_t> peak_{0};
+};
+
+}  // namespace accumulus::engine

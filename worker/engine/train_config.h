@@ -1,0 +1,63 @@
+// What the engine trains: a plain description with no protobuf, gRPC or
+// LibTorch in it, so the engine builds anywhere LibTorch does.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace accumulus::engine {
+
+enum class Normalization {
+  // Sum-reduced losses; gradients divided once per window by the window's
+  // item count. Exact for short windows and any split.
+  kExact,
+  // Each micro-batch's mean loss divided by the nominal accumulation steps:
+  // the tutorial loop, kept for comparison (wrong for short windows).
+  kPerMicrobatchMean,
+};
+
+struct ModelConfig {
+  std::string kind = "mlp";
+  std::vector<int64_t> hidden;
+};
+
+struct DataConfig {
+  std::string kind = "synthetic";
+  std::string task = "classification";  // or "regression"
+  int64_t samples = 0;
+  int64_t features = 0;
+  int64_t outputs = 0;  // classes, or regression targets per sample
+  double noise = 0;
+  uint64_t seed = 0;
+};
+
+struct OptimizerConfig {
+  std::string kind = "sgd";  // or "adamw"
+  double lr = 0;
+  double momentum = 0;
+  double weight_decay = 0;
+  bool nesterov = false;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+};
+
+struct TrainConfig {
+  ModelConfig model;
+  DataConfig data;
+  OptimizerConfig optimizer;
+  int64_t micro_batch = 0;
+  int64_t accumulation_steps = 0;
+  int64_t global_batch = 0;
+  int world_size = 1;
+  int rank = 0;
+  double max_grad_norm = 0;  // 0: measure the norm, never clip
+  int64_t max_steps = 0;     // 0: no limit
+  int64_t epochs = 0;        // 0: no limit
+  uint64_t seed = 0;
+  Normalization normalization = Normalization::kExact;
+  std::string device = "cpu";
+};
+
+}  // namespace accumulus::engine

@@ -1,0 +1,120 @@
+#include "worker/engine/trainer.h"
+
+#include <chrono>
+#include <memory>
+
+#include <torch/torch.h>
+
+#include "common/step_plan.h"
+#include "worker/engine/dataset.h"
+#include "worker/engine/model_factory.h"
+#include "worker/engine/sample_order.h"
+#include "worker/engine/tracking_allocator.h"
+#include "worker/engine/window_accumulator.h"
+
+namespace accumulus::engine {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+torch::Tensor IndexTensor(const std::vector<int64_t>& order, const WindowRange& range) {
+  return torch::from_blob(const_cast<int64_t*>(order.data() + range.begin), {range.size()},
+                          torch::kInt64)
+      .clone();
+}
+
+int64_t CountParameters(const torch::nn::Module& module) {
+  int64_t n = 0;
+  for (const auto& p : module.parameters()) n += p.numel();
+  return n;
+}
+
+Status TrainOrThrow(const TrainConfig& config, EventSink* sink, const TrainOptions& options) {
+  if (config.device != "cpu") {
+    return Status::Unimplemented("device \"" + config.device +
+                                 "\": this build of the engine trains on the CPU only");
+  }
+  TrackingCpuAllocator* memory = TrackingCpuAllocator::Install();
+
+  SyntheticDataset data(config.data);
+  torch::manual_seed(config.seed);
+  StatusOr<BuiltModel> model =
+      BuildModel(config.model, config.data.features, config.data.outputs);
+  if (!model.ok()) return model.status();
+  std::vector<torch::Tensor> parameters = model->module->parameters();
+  StatusOr<std::unique_ptr<torch::optim::Optimizer>> optimizer =
+      BuildOptimizer(config.optimizer, parameters);
+  if (!optimizer.ok()) return optimizer.status();
+
+  const LossKind loss = config.data.task == "classification" ? LossKind::kCrossEntropy
+                                                              : LossKind::kMeanSquaredError;
+  WindowAccumulator window(parameters, model->forward, loss, config.normalization,
+                           config.accumulation_steps, config.max_grad_norm);
+
+  const int64_t samples = data.size();
+  const StepPlan plan = PlanSteps(samples, config.global_batch, config.epochs, config.max_steps);
+  RunReport run;
+  run.device = config.device;
+  run.parameters = CountParameters(*model->module);
+  run.samples_per_epoch = samples;
+  run.steps_per_epoch = plan.steps_per_epoch;
+  run.steps_total = plan.steps_total;
+  sink->OnRun(run);
+
+  int64_t step = 0;
+  for (int64_t epoch = 0; step < plan.steps_total; ++epoch) {
+    const std::vector<int64_t> order = EpochPermutation(samples, config.seed, epoch);
+    for (int64_t w = 0; w < plan.steps_per_epoch && step < plan.steps_total; ++w) {
+      if (options.stop_requested && options.stop_requested->load()) {
+        return Status::Cancelled("stopped at a window boundary after step " +
+                                 std::to_string(step));
+      }
+      const auto start = Clock::now();
+      memory->ResetPeak();
+      const WindowRange range = WindowOf(samples, config.global_batch, w);
+      for (const WindowRange& micro : MicroBatchesOf(range, config.micro_batch,
+                                                     config.accumulation_steps, config.rank)) {
+        window.AddMicroBatch(data.Gather(IndexTensor(order, micro)));
+      }
+      const WindowResult result = window.FinishWindow();
+      (*optimizer)->step();
+      // Freed, not zeroed: between windows no gradient memory is held.
+      model->module->zero_grad(/*set_to_none=*/true);
+      ++step;
+
+      const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+      StepReport report;
+      report.step = step;
+      report.epoch = epoch;
+      report.microbatches = result.microbatches;
+      report.samples = result.samples;
+      report.effective_batch = config.global_batch;
+      report.loss_items = result.loss_items;
+      report.loss = result.loss;
+      report.lr = config.optimizer.lr;
+      report.grad_norm = result.grad_norm;
+      report.clipped = result.clipped;
+      report.step_seconds = seconds;
+      report.samples_per_second = seconds > 0 ? static_cast<double>(result.samples) / seconds : 0;
+      report.tensor_bytes = memory->current_bytes();
+      report.tensor_peak_bytes = memory->peak_bytes();
+      report.steps_total = plan.steps_total;
+      sink->OnStep(report);
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status Train(const TrainConfig& config, EventSink* sink, const TrainOptions& options) {
+  try {
+    return TrainOrThrow(config, sink, options);
+  } catch (const c10::Error& e) {
+    return Status::Internal(std::string("LibTorch: ") + e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    return Status::Internal(e.what());
+  }
+}
+
+}  // namespace accumulus::engine

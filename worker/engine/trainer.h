@@ -1,0 +1,24 @@
+// The accumulating training loop of one rank (ARCHITECTURE.md, "The
+// accumulation loop"): for each window, k micro-batches of forward + backward,
+// one normalization, one clip, one optimizer step, one StepReport.
+#pragma once
+
+#include <atomic>
+
+#include "common/status.h"
+#include "worker/engine/events.h"
+#include "worker/engine/train_config.h"
+
+namespace accumulus::engine {
+
+struct TrainOptions {
+  // Checked at every window boundary; when set, training stops there and
+  // Train returns CANCELLED. May be null.
+  const std::atomic<bool>* stop_requested = nullptr;
+};
+
+// Trains to the end of the configured epochs or steps. Never throws: LibTorch
+// errors come back as INTERNAL with LibTorch's message.
+Status Train(const TrainConfig& config, EventSink* sink, const TrainOptions& options = {});
+
+}  // namespace accumulus::engine

@@ -1,0 +1,66 @@
+#include "worker/engine/window_accumulator.h"
+
+namespace accumulus::engine {
+
+WindowAccumulator::WindowAccumulator(std::vector<torch::Tensor> parameters, Forward forward,
+                                     LossKind loss, Normalization normalization,
+                                     int64_t nominal_microbatches, double max_grad_norm)
+    : parameters_(std::move(parameters)),
+      forward_(std::move(forward)),
+      loss_(loss),
+      normalization_(normalization),
+      nominal_microbatches_(nominal_microbatches),
+      max_grad_norm_(max_grad_norm) {}
+
+void WindowAccumulator::AddMicroBatch(const Batch& batch) {
+  const LossSum loss = SumLoss(loss_, forward_(batch.inputs), batch.targets);
+  if (normalization_ == Normalization::kExact) {
+    loss.sum.backward();
+  } else {
+    (loss.sum / static_cast<double>(loss.items * nominal_microbatches_)).backward();
+  }
+  loss_sum_ = loss_sum_.defined() ? loss_sum_ + loss.sum.detach() : loss.sum.detach();
+  ++microbatches_;
+  samples_ += batch.inputs.size(0);
+  items_ += loss.items;
+}
+
+WindowResult WindowAccumulator::FinishWindow() {
+  WindowResult result;
+  result.microbatches = microbatches_;
+  result.samples = samples_;
+  result.loss_items = items_;
+  result.loss = loss_sum_.defined() ? loss_sum_.item<double>() / static_cast<double>(items_) : 0;
+
+  torch::NoGradGuard no_grad;
+  if (normalization_ == Normalization::kExact && items_ > 0) {
+    const double items = static_cast<double>(items_);
+    for (auto& p : parameters_) {
+      if (p.grad().defined()) p.grad().div_(items);
+    }
+  }
+  result.grad_norm = GradientNorm(parameters_);
+  // torch.nn.utils.clip_grad_norm_'s rule, applied once to the whole window.
+  const double clip_coef = max_grad_norm_ / (result.grad_norm + 1e-6);
+  if (max_grad_norm_ > 0 && clip_coef < 1.0) {
+    for (auto& p : parameters_) {
+      if (p.grad().defined()) p.grad().mul_(clip_coef);
+    }
+    result.clipped = true;
+  }
+
+  microbatches_ = samples_ = items_ = 0;
+  loss_sum_ = torch::Tensor();
+  return result;
+}
+
+double GradientNorm(const std::vector<torch::Tensor>& parameters) {
+  std::vector<torch::Tensor> norms;
+  for (const auto& p : parameters) {
+    if (p.grad().defined()) norms.push_back(p.grad().detach().norm(2));
+  }
+  if (norms.empty()) return 0;
+  return torch::stack(norms).norm(2).item<double>();
+}
+
+}  // namespace accumulus::engine

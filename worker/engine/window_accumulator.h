@@ -1,0 +1,67 @@
+// One accumulation window: k micro-batches of forward + backward whose
+// gradients add up in .grad, then one normalization, one norm measurement and
+// at most one clip. The optimizer step is the caller's.
+//
+// With Normalization::kExact every micro-batch contributes its sum-reduced
+// loss and the gradients are divided once by the window's item count, so k
+// micro-batches give the gradient of one batch of all the window's items —
+// also for a short last window, whose count is simply smaller.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "worker/engine/dataset.h"
+#include "worker/engine/loss.h"
+#include "worker/engine/train_config.h"
+
+namespace accumulus::engine {
+
+struct WindowResult {
+  int64_t microbatches = 0;
+  int64_t samples = 0;
+  int64_t loss_items = 0;
+  double loss = 0;       // mean over the window's items
+  double grad_norm = 0;  // total L2 norm after normalization, before clipping
+  bool clipped = false;
+};
+
+class WindowAccumulator {
+ public:
+  using Forward = std::function<torch::Tensor(const torch::Tensor&)>;
+
+  // `nominal_microbatches` is k, used only by kPerMicrobatchMean (which, as
+  // the tutorials do, divides by k even in a short window).
+  WindowAccumulator(std::vector<torch::Tensor> parameters, Forward forward, LossKind loss,
+                    Normalization normalization, int64_t nominal_microbatches,
+                    double max_grad_norm);
+
+  // Forward and backward of one micro-batch. No communication, no division.
+  void AddMicroBatch(const Batch& batch);
+
+  // Ends the window: normalizes the summed gradients, measures their norm,
+  // clips once if a max norm is set, and resets the window's counters. The
+  // gradients stay in .grad for the optimizer.
+  WindowResult FinishWindow();
+
+ private:
+  std::vector<torch::Tensor> parameters_;
+  Forward forward_;
+  LossKind loss_;
+  Normalization normalization_;
+  int64_t nominal_microbatches_;
+  double max_grad_norm_;
+
+  // The current window.
+  int64_t microbatches_ = 0;
+  int64_t samples_ = 0;
+  int64_t items_ = 0;
+  torch::Tensor loss_sum_;  // detached; read once per window (one device sync)
+};
+
+// The total L2 norm of the parameters' gradients (undefined ones skipped).
+double GradientNorm(const std::vector<torch::Tensor>& parameters);
+
+}  // namespace accumulus::engine

@@ -1,0 +1,64 @@
+// accumulus-worker: parses flags, starts the WorkerDaemon, waits for
+// SIGINT/SIGTERM, stops its trainers gracefully.
+#include <signal.h>
+
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include "common/logging.h"
+#include "common/paths.h"
+#include "common/signals.h"
+#include "worker/worker_daemon.h"
+
+int main(int argc, char** argv) {
+  accumulus::worker::WorkerOptions options;
+  options.inventory.trainer_binary = accumulus::SiblingExecutable("accumulus-trainer");
+  accumulus::LoggingOptions logging;
+  CLI::App app{"accumulus-worker: runs the training jobs the controller assigns to this node"};
+  app.add_option("--controller", options.controller_address, "controller address (host:port)")
+      ->envname("ACCUMULUS_CONTROLLER")
+      ->capture_default_str();
+  app.add_option("--worker-id", options.worker_id, "stable worker identity (default: hostname)");
+  app.add_option("--work-dir", options.work_dir, "directory for job logs")->capture_default_str();
+  app.add_option("--cpu-slots", options.inventory.cpu_slots,
+                 "CPU ranks to run at once (0: 1 if no GPU)")
+      ->capture_default_str();
+  app.add_option("--cpu-memory-fraction", options.inventory.cpu_memory_fraction,
+                 "share of RAM offered to CPU ranks")
+      ->capture_default_str();
+  app.add_option("--intra-op-threads", options.intra_op_threads,
+                 "LibTorch threads per rank when the spec leaves it unset (0: the slot's cores)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--blas-threads", options.blas_threads,
+                 "BLAS threads per rank when the spec leaves it unset")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--cancel-grace-ms", options.cancel_grace_ms,
+                 "time a cancelled trainer gets to stop before it is killed")
+      ->capture_default_str();
+  app.add_option("--trainer", options.inventory.trainer_binary, "path of accumulus-trainer")
+      ->capture_default_str();
+  app.add_option("--log-level", logging.level)->capture_default_str();
+  app.add_option("--log-format", logging.format, "text or json")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  if (auto s = accumulus::SetUpLogging("worker", logging); !s.ok()) {
+    std::cerr << s.message() << "\n";
+    return 2;
+  }
+  // A trainer that dies mid-write must not take the daemon with it.
+  signal(SIGPIPE, SIG_IGN);
+  accumulus::BlockTerminationSignals();
+  auto daemon = accumulus::worker::WorkerDaemon::Start(options);
+  if (!daemon.ok()) {
+    spdlog::error("{}", daemon.status().message());
+    return 1;
+  }
+  const int signal_number = accumulus::WaitForTerminationSignal();
+  spdlog::info("signal {}: stopping trainers", signal_number);
+  (*daemon)->Stop();
+  return 0;
+}

@@ -1,0 +1,88 @@
+// accumulus-trainer: one rank of one job, started by a worker daemon. Reads
+// its TrainerTask from stdin, trains, and reports on file descriptor 3.
+// `accumulus-trainer --probe-devices` lists the CUDA devices instead.
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+
+#include <google/protobuf/io/zero_copy_stream_impl.h>
+#include <torch/version.h>
+
+#include "worker/engine/device_probe.h"
+#include "worker/engine/thread_setup.h"
+#include "worker/engine/trainer.h"
+#include "worker/trainer/proto_event_sink.h"
+#include "worker/trainer/task_config.h"
+
+namespace {
+
+constexpr int kEventsFd = 3;
+std::atomic<bool> stop_requested{false};
+
+void RequestStop(int) { stop_requested.store(true); }
+
+int ProbeDevices() {
+  for (const auto& d : accumulus::engine::ProbeCudaDevices()) {
+    std::printf("cuda %d %lld %s\n", d.index, static_cast<long long>(d.memory_bytes),
+                d.name.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using accumulus::v1::JobState;
+  if (argc > 1 && std::strcmp(argv[1], "--probe-devices") == 0) return ProbeDevices();
+
+  // Die with the daemon: an orphaned rank would hold its device forever.
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() == 1) return 1;
+  // SIGTERM asks for a stop at the next window boundary.
+  struct sigaction action = {};
+  action.sa_handler = RequestStop;
+  sigaction(SIGTERM, &action, nullptr);
+  sigaction(SIGINT, &action, nullptr);
+
+  accumulus::v1::TrainerTask task;
+  google::protobuf::io::FileInputStream stdin_stream(STDIN_FILENO);
+  if (!task.ParseFromZeroCopyStream(&stdin_stream)) {
+    std::fprintf(stderr, "accumulus-trainer: no valid TrainerTask on stdin\n");
+    return 2;
+  }
+  auto config = accumulus::trainer::ToTrainConfig(task);
+
+  const accumulus::engine::ThreadReport threads =
+      accumulus::engine::ConfigureThreads(task.intra_op_threads(), task.blas_threads());
+  accumulus::v1::RuntimeInfo runtime;
+  runtime.set_intra_op_threads(threads.intra_op_threads);
+  runtime.set_inter_op_threads(threads.inter_op_threads);
+  runtime.set_blas_threads(threads.blas_threads);
+  runtime.set_blas(threads.blas);
+  runtime.set_torch_version(TORCH_VERSION);
+  runtime.set_rank(task.rank());
+  runtime.set_world_size(task.world_size());
+  *runtime.mutable_batch() = task.batch();
+  runtime.set_pid(getpid());
+  accumulus::trainer::ProtoEventSink sink(kEventsFd, runtime);
+
+  if (!config.ok()) {
+    sink.Exit(accumulus::v1::JOB_STATE_FAILED, config.status().message());
+    return 0;
+  }
+  accumulus::engine::TrainOptions options;
+  options.stop_requested = &stop_requested;
+  const accumulus::Status status = accumulus::engine::Train(*config, &sink, options);
+  if (status.ok()) {
+    sink.Exit(accumulus::v1::JOB_STATE_SUCCEEDED, "");
+  } else if (status.code() == accumulus::StatusCode::kCancelled) {
+    sink.Exit(accumulus::v1::JOB_STATE_CANCELLED, status.message());
+  } else {
+    sink.Exit(accumulus::v1::JOB_STATE_FAILED, status.ToString());
+  }
+  return 0;
+}

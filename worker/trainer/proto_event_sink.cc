@@ -1,0 +1,78 @@
+#include "worker/trainer/proto_event_sink.h"
+
+#include <google/protobuf/util/delimited_message_util.h>
+#include <google/protobuf/util/time_util.h>
+
+namespace accumulus::trainer {
+namespace {
+
+v1::TrainerMessage EventMessage() {
+  v1::TrainerMessage message;
+  *message.mutable_event()->mutable_time() = google::protobuf::util::TimeUtil::GetCurrentTime();
+  return message;
+}
+
+}  // namespace
+
+ProtoEventSink::ProtoEventSink(int fd, v1::RuntimeInfo runtime)
+    : out_(fd), runtime_(std::move(runtime)) {}
+
+void ProtoEventSink::OnRun(const engine::RunReport& report) {
+  v1::TrainerMessage message = EventMessage();
+  v1::RuntimeInfo* info = message.mutable_event()->mutable_runtime();
+  *info = runtime_;
+  info->set_device(report.device);
+  info->set_parameters(report.parameters);
+  info->set_samples_per_epoch(report.samples_per_epoch);
+  info->set_steps_per_epoch(report.steps_per_epoch);
+  info->set_steps_total(report.steps_total);
+  Write(message);
+}
+
+void ProtoEventSink::OnStep(const engine::StepReport& r) {
+  v1::TrainerMessage message = EventMessage();
+  v1::StepMetrics* s = message.mutable_event()->mutable_step();
+  s->set_step(r.step);
+  s->set_epoch(r.epoch);
+  s->set_microbatches(r.microbatches);
+  s->set_samples(r.samples);
+  s->set_effective_batch(r.effective_batch);
+  s->set_loss_items(r.loss_items);
+  s->set_loss(r.loss);
+  s->set_lr(r.lr);
+  s->set_grad_norm(r.grad_norm);
+  s->set_clipped(r.clipped);
+  s->set_samples_per_second(r.samples_per_second);
+  s->set_step_seconds(r.step_seconds);
+  s->set_tensor_bytes(r.tensor_bytes);
+  s->set_tensor_peak_bytes(r.tensor_peak_bytes);
+  s->set_rank(runtime_.rank());
+  s->set_steps_total(r.steps_total);
+  Write(message);
+}
+
+void ProtoEventSink::OnLog(engine::LogLevel level, const std::string& text) {
+  v1::TrainerMessage message = EventMessage();
+  v1::LogMessage* log = message.mutable_event()->mutable_log();
+  log->set_level(level == engine::LogLevel::kError     ? v1::LogMessage::LEVEL_ERROR
+                 : level == engine::LogLevel::kWarning ? v1::LogMessage::LEVEL_WARNING
+                                                       : v1::LogMessage::LEVEL_INFO);
+  log->set_text(text);
+  Write(message);
+}
+
+void ProtoEventSink::Exit(v1::JobState state, const std::string& reason) {
+  v1::TrainerMessage message;
+  message.mutable_exit()->set_state(state);
+  message.mutable_exit()->set_reason(reason);
+  Write(message);
+}
+
+void ProtoEventSink::Write(const v1::TrainerMessage& message) {
+  // Flushed per message: a step event is worth its syscall, and the daemon
+  // must see it now, not when a buffer fills.
+  google::protobuf::util::SerializeDelimitedToZeroCopyStream(message, &out_);
+  out_.Flush();
+}
+
+}  // namespace accumulus::trainer

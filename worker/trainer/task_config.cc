@@ -1,0 +1,48 @@
+#include "worker/trainer/task_config.h"
+
+#include "common/job_spec.h"
+
+namespace accumulus::trainer {
+
+StatusOr<engine::TrainConfig> ToTrainConfig(const v1::TrainerTask& task) {
+  StatusOr<v1::JobSpec> normalized = NormalizeJobSpec(task.spec());
+  if (!normalized.ok()) return normalized.status();
+  StatusOr<v1::BatchPlan> batch = ResolveBatchPlan(*normalized);
+  if (!batch.ok()) return batch.status();
+  const v1::JobSpec& spec = *normalized;
+
+  engine::TrainConfig c;
+  c.model.kind = spec.model().kind();
+  c.model.hidden.assign(spec.model().hidden().begin(), spec.model().hidden().end());
+  c.data.kind = spec.data().kind();
+  c.data.task = spec.data().task();
+  c.data.samples = spec.data().samples();
+  c.data.features = spec.data().features();
+  c.data.outputs = spec.data().outputs();
+  c.data.noise = spec.data().noise();
+  c.data.seed = spec.data().seed();
+  c.optimizer.kind = spec.optimizer().kind();
+  c.optimizer.lr = spec.optimizer().lr();
+  c.optimizer.momentum = spec.optimizer().momentum();
+  c.optimizer.weight_decay = spec.optimizer().weight_decay();
+  c.optimizer.nesterov = spec.optimizer().nesterov();
+  c.optimizer.beta1 = spec.optimizer().beta1();
+  c.optimizer.beta2 = spec.optimizer().beta2();
+  c.optimizer.eps = spec.optimizer().eps();
+  c.micro_batch = batch->micro_batch();
+  c.accumulation_steps = batch->accumulation_steps();
+  c.global_batch = batch->global_batch();
+  c.world_size = batch->devices();
+  c.rank = task.rank();
+  c.max_grad_norm = spec.max_grad_norm();
+  c.max_steps = spec.max_steps();
+  c.epochs = spec.epochs();
+  c.seed = spec.seed();
+  c.normalization = spec.normalization() == "per_microbatch_mean"
+                        ? engine::Normalization::kPerMicrobatchMean
+                        : engine::Normalization::kExact;
+  c.device = task.device().empty() ? "cpu" : task.device();
+  return c;
+}
+
+}  // namespace accumulus::trainer

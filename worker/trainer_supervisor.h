@@ -1,0 +1,64 @@
+// Runs each assigned job in trainer processes it supervises, one per rank: a
+// crash, an out-of-memory kill or a cancel ends that job, never the daemon.
+#pragma once
+
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "accumulus/v1/worker.pb.h"
+
+namespace accumulus::worker {
+
+struct SupervisorOptions {
+  std::string trainer_binary;
+  // Each job gets <work_dir>/<job id>/ for its logs.
+  std::string work_dir;
+  // Defaults for specs that leave threads unset.
+  int intra_op_threads = 1;
+  int blas_threads = 1;
+  // How long a cancelled trainer may take to stop at a window boundary
+  // before it is killed.
+  int cancel_grace_ms = 10000;
+};
+
+class TrainerSupervisor {
+ public:
+  // Receives every message for the controller (events and status); called
+  // from the supervisor's job threads.
+  using Report = std::function<void(v1::WorkerMessage)>;
+
+  TrainerSupervisor(SupervisorOptions options, Report report);
+  ~TrainerSupervisor();  // Stops every job (as StopAll) first.
+
+  // Starts the job in the background; reports RUNNING, then its events,
+  // then one terminal status.
+  void Assign(const v1::Assignment& assignment);
+  // Asks the job's trainers to stop (SIGTERM), and kills them (SIGKILL) if
+  // they have not stopped after the grace period.
+  void Cancel(const std::string& job_id, const std::string& reason);
+  std::vector<std::string> RunningJobs() const;
+  // Cancels every job and waits for all of them to end.
+  void StopAll();
+
+ private:
+  struct Job;
+  void Run(std::shared_ptr<Job> job);
+  void Reap();
+
+  const SupervisorOptions options_;
+  const Report report_;
+
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  // State below is protected by mutex_.
+  std::map<std::string, std::shared_ptr<Job>> jobs_;
+  std::vector<std::thread> finished_threads_;  // joined by Reap()
+};
+
+}  // namespace accumulus::worker

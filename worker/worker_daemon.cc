@@ -1,0 +1,65 @@
+#include "worker/worker_daemon.h"
+
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+namespace accumulus::worker {
+namespace {
+
+std::string Hostname() {
+  char name[256] = {};
+  gethostname(name, sizeof name - 1);
+  return name;
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(WorkerOptions options) {
+  StatusOr<std::vector<v1::Device>> devices = DiscoverDevices(options.inventory);
+  if (!devices.ok()) return devices.status();
+  if (devices->empty()) return Status::FailedPrecondition("this worker has no device slots");
+
+  std::unique_ptr<WorkerDaemon> daemon(new WorkerDaemon());
+  daemon->registration_.set_worker_id(options.worker_id.empty() ? Hostname() : options.worker_id);
+  daemon->registration_.set_hostname(Hostname());
+  for (const auto& d : *devices) *daemon->registration_.add_devices() = d;
+
+  SupervisorOptions supervisor;
+  supervisor.trainer_binary = options.inventory.trainer_binary;
+  supervisor.work_dir = options.work_dir;
+  supervisor.intra_op_threads =
+      options.intra_op_threads > 0 ? options.intra_op_threads : devices->front().cores();
+  supervisor.blas_threads = options.blas_threads;
+  supervisor.cancel_grace_ms = options.cancel_grace_ms;
+
+  // The supervisor reports through the link, the link assigns through the
+  // supervisor: build the supervisor first, and let it reach the link only
+  // once the link exists.
+  WorkerDaemon* self = daemon.get();
+  daemon->supervisor_ = std::make_unique<TrainerSupervisor>(
+      supervisor, [self](v1::WorkerMessage m) { self->link_->Send(std::move(m)); });
+  LinkOptions link;
+  link.controller_address = options.controller_address;
+  daemon->link_ = std::make_unique<ControllerLink>(
+      link, daemon->registration_, [self] { return self->supervisor_->RunningJobs(); },
+      [self](const v1::ControllerMessage& m) {
+        if (m.has_assign()) self->supervisor_->Assign(m.assign());
+        if (m.has_cancel()) self->supervisor_->Cancel(m.cancel().job_id(), m.cancel().reason());
+      });
+  daemon->link_->Start();
+  spdlog::info("worker {} offers {} device slot(s); controller {}",
+               daemon->registration_.worker_id(), devices->size(), options.controller_address);
+  return daemon;
+}
+
+void WorkerDaemon::Stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  supervisor_->StopAll();
+  link_->Stop();
+}
+
+WorkerDaemon::~WorkerDaemon() { Stop(); }
+
+}  // namespace accumulus::worker

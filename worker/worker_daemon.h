@@ -1,0 +1,46 @@
+// The worker daemon: its devices, its link to the controller, and the
+// supervisor of its trainer processes, wired together.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+#include "worker/controller_link.h"
+#include "worker/device_inventory.h"
+#include "worker/trainer_supervisor.h"
+
+namespace accumulus::worker {
+
+struct WorkerOptions {
+  std::string controller_address = "127.0.0.1:7600";
+  // Default: the hostname.
+  std::string worker_id;
+  std::string work_dir = "/tmp/accumulus-worker";
+  InventoryOptions inventory;
+  // Per-rank defaults for specs that do not set threads (0: the slot's cores).
+  int intra_op_threads = 0;
+  int blas_threads = 1;
+  int cancel_grace_ms = 10000;
+};
+
+class WorkerDaemon {
+ public:
+  static StatusOr<std::unique_ptr<WorkerDaemon>> Start(WorkerOptions options);
+  // Stops every trainer (cancel, then kill after the grace period) and
+  // closes the link.
+  void Stop();
+  ~WorkerDaemon();
+
+  const v1::Register& registration() const { return registration_; }
+
+ private:
+  WorkerDaemon() = default;
+
+  v1::Register registration_;
+  std::unique_ptr<TrainerSupervisor> supervisor_;
+  std::unique_ptr<ControllerLink> link_;
+  bool stopped_ = false;
+};
+
+}  // namespace accumulus::worker
