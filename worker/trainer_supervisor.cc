@@ -175,7 +175,7 @@ void TrainerSupervisor::Run(std::shared_ptr<Job> job) {
         exit = m.exit();
       }
     });
-    const TrainerProcess::ExitInfo info = trainer->Wait();
+    const Subprocess::ExitInfo info = trainer->Wait();
     bool cancel_requested = false;
     {
       std::lock_guard<std::mutex> lock(mutex_);

@@ -39,7 +39,7 @@ ThreadReport ConfigureThreads(int intra_op_threads, int blas_threads) {
   if (set_threads && get_threads) {
     if (blas_threads > 0) set_threads(blas_threads);
     report.blas_threads = get_threads();
-    report.blas = get_config ? std::string("OpenBLAS ") + get_config() : "OpenBLAS";
+    report.blas = get_config ? get_config() : "OpenBLAS";
   } else {
     report.blas =
         "not OpenBLAS (libblas.so.3 may be the slow reference BLAS: install "

@@ -1,0 +1,194 @@
+#include "client/cli.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "client/controller_client.h"
+#include "client/local_cluster.h"
+#include "client/render.h"
+#include "common/signals.h"
+#include "common/spec_yaml.h"
+
+namespace accumulus::client {
+namespace {
+
+struct GlobalFlags {
+  std::string controller;
+  std::string output = "text";
+  double timeout_seconds = 15;
+};
+
+int Fail(const Status& status) {
+  std::cerr << "error: " << status.message() << "\n";
+  return 1;
+}
+
+ControllerClient Connect(const GlobalFlags& flags) {
+  return ControllerClient(flags.controller, std::chrono::milliseconds(static_cast<int64_t>(
+                                                flags.timeout_seconds * 1000)));
+}
+
+bool Json(const GlobalFlags& flags) { return flags.output == "json"; }
+
+// Prints a job's events until it ends; the exit code says how it ended.
+int Watch(ControllerClient& client, const GlobalFlags& flags, const std::string& job_id) {
+  // Fails fast (within the connect timeout) for an unknown job or an
+  // unreachable controller; the stream itself has no deadline.
+  StatusOr<v1::Job> job = client.Get(job_id);
+  if (!job.ok()) return Fail(job.status());
+  const bool live = !Json(flags) && isatty(STDOUT_FILENO);
+  v1::JobState final_state = job->state();
+  std::string final_reason = job->reason();
+  int64_t steps_total = job->steps_total();
+  int64_t steps_done = 0;
+  const Status status = client.Watch(job_id, 0, [&](const v1::JobEvent& event) {
+    if (event.has_state()) {
+      final_state = event.state().state();
+      final_reason = event.state().reason();
+    }
+    if (event.has_step()) {
+      steps_done = event.step().step();
+      steps_total = event.step().steps_total();
+    }
+    if (Json(flags)) {
+      std::cout << ToJsonLine(event) << "\n" << std::flush;
+    } else if (live) {
+      // The event above a progress bar that redraws in place.
+      std::cout << "\r\033[K" << EventLine(event) << "\n"
+                << ProgressBar(steps_done, steps_total) << std::flush;
+    } else {
+      std::cout << EventLine(event) << "\n" << std::flush;
+    }
+  });
+  if (live) std::cout << "\r\033[K" << std::flush;
+  if (!status.ok()) return Fail(status);
+  if (final_state == v1::JOB_STATE_SUCCEEDED) return 0;
+  std::cerr << "job " << job_id << " " << StateName(final_state)
+            << (final_reason.empty() ? "" : ": " + final_reason) << "\n";
+  return 1;
+}
+
+int Submit(const GlobalFlags& flags, const std::string& path, bool watch) {
+  StatusOr<v1::JobSpec> spec = LoadJobSpecFile(path);
+  if (!spec.ok()) {
+    std::cerr << "error: " << spec.status().message() << "\n";
+    return 2;
+  }
+  ControllerClient client = Connect(flags);
+  StatusOr<v1::Job> job = client.Submit(*spec);
+  if (!job.ok()) return Fail(job.status());
+  if (Json(flags)) {
+    std::cout << ToJsonLine(*job) << "\n";
+  } else {
+    const v1::BatchPlan& b = job->batch();
+    std::cout << "submitted " << job->id() << ": global batch " << b.global_batch()
+              << " = micro " << b.micro_batch() << " × accumulation " << b.accumulation_steps()
+              << " × devices " << b.devices() << ", " << job->steps_total() << " steps\n";
+  }
+  std::cout << std::flush;
+  return watch ? Watch(client, flags, job->id()) : 0;
+}
+
+int Up(const LocalClusterOptions& options) {
+  BlockTerminationSignals();
+  auto cluster = LocalCluster::Start(options);
+  if (!cluster.ok()) return Fail(cluster.status());
+  std::cout << "accumulus up: controller " << (*cluster)->controller_address()
+            << ", metrics http://" << options.listen_host << ":" << (*cluster)->metrics_port()
+            << "/metrics\n"
+            << "  logs: " << (*cluster)->controller_log() << ", " << (*cluster)->worker_log()
+            << "\n  submit a job: accumulus submit examples/jobs/mlp-accumulate.yaml --watch"
+            << "\n  Ctrl-C stops the controller, the worker and its jobs.\n"
+            << std::flush;
+  WaitForTerminationSignal();
+  std::cout << "stopping...\n" << std::flush;
+  (*cluster)->Stop();
+  return 0;
+}
+
+}  // namespace
+
+int RunCli(int argc, char** argv) {
+  GlobalFlags flags;
+  const char* env_controller = std::getenv("ACCUMULUS_CONTROLLER");
+  flags.controller = env_controller ? env_controller : "127.0.0.1:7600";
+
+  CLI::App app{"accumulus: gradient-accumulation training jobs as a service"};
+  app.require_subcommand(1);
+  app.add_option("--controller", flags.controller,
+                 "controller address (default: $ACCUMULUS_CONTROLLER or 127.0.0.1:7600)");
+  app.add_option("-o,--output", flags.output, "text or json")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  app.add_option("--timeout", flags.timeout_seconds,
+                 "seconds to wait for the controller to be reachable")
+      ->capture_default_str();
+
+  std::string path, job_id, reason;
+  bool watch = false;
+  auto* submit = app.add_subcommand("submit", "submit a job spec (YAML)");
+  submit->add_option("spec", path, "job spec file")->required();
+  submit->add_flag("-w,--watch", watch, "follow the job until it ends");
+
+  auto* watch_cmd = app.add_subcommand("watch", "follow a job's events until it ends");
+  watch_cmd->add_option("job", job_id)->required();
+  auto* get = app.add_subcommand("get", "show one job");
+  get->add_option("job", job_id)->required();
+  auto* list = app.add_subcommand("list", "list jobs");
+  auto* cancel = app.add_subcommand("cancel", "cancel a job");
+  cancel->add_option("job", job_id)->required();
+  cancel->add_option("--reason", reason, "recorded with the job");
+  auto* workers = app.add_subcommand("workers", "list workers, their devices and jobs");
+
+  LocalClusterOptions up_options;
+  auto* up = app.add_subcommand("up", "run a local controller and worker until Ctrl-C");
+  up->add_option("--data-dir", up_options.data_dir, "state and logs")->capture_default_str();
+  up->add_option("--port", up_options.grpc_port, "controller gRPC port")->capture_default_str();
+  up->add_option("--metrics-port", up_options.metrics_port)->capture_default_str();
+  up->add_option("--cpu-slots", up_options.cpu_slots, "CPU ranks the worker runs at once")
+      ->capture_default_str();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+
+  if (*submit) return Submit(flags, path, watch);
+  if (*up) return Up(up_options);
+  ControllerClient client = Connect(flags);
+  if (*watch_cmd) return Watch(client, flags, job_id);
+  if (*get) {
+    StatusOr<v1::Job> job = client.Get(job_id);
+    if (!job.ok()) return Fail(job.status());
+    std::cout << (Json(flags) ? ToJsonLine(*job) + "\n" : JobDetails(*job));
+    return 0;
+  }
+  if (*list) {
+    auto jobs = client.List();
+    if (!jobs.ok()) return Fail(jobs.status());
+    std::cout << (Json(flags) ? ToJsonLine(*jobs) + "\n" : JobTable(*jobs));
+    return 0;
+  }
+  if (*cancel) {
+    StatusOr<v1::Job> job = client.Cancel(job_id, reason);
+    if (!job.ok()) return Fail(job.status());
+    std::cout << (Json(flags) ? ToJsonLine(*job) + "\n"
+                              : job->id() + " " + StateName(job->state()) + "\n");
+    return 0;
+  }
+  if (*workers) {
+    auto response = client.Workers();
+    if (!response.ok()) return Fail(response.status());
+    std::cout << (Json(flags) ? ToJsonLine(*response) + "\n" : WorkerTable(*response));
+    return 0;
+  }
+  return 2;
+}
+
+}  // namespace accumulus::client

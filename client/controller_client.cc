@@ -1,0 +1,98 @@
+#include "client/controller_client.h"
+
+#include "common/grpc_status.h"
+
+namespace accumulus::client {
+
+ControllerClient::ControllerClient(const std::string& address,
+                                   std::chrono::milliseconds connect_timeout)
+    : address_(address),
+      connect_timeout_(connect_timeout),
+      stub_(v1::Controller::NewStub(
+          grpc::CreateChannel(address, grpc::InsecureChannelCredentials()))) {}
+
+void ControllerClient::Prepare(grpc::ClientContext* context) const {
+  context->set_wait_for_ready(true);
+  context->set_deadline(std::chrono::system_clock::now() + connect_timeout_);
+}
+
+namespace {
+
+template <typename Response>
+StatusOr<Response> Result(const grpc::Status& status, Response response,
+                          const std::string& address) {
+  if (status.ok()) return response;
+  if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
+      status.error_code() == grpc::StatusCode::UNAVAILABLE) {
+    return Status::Unavailable("controller " + address + " is not reachable (" +
+                               status.error_message() + "); is it running? (accumulus up)");
+  }
+  return FromGrpcStatus(status);
+}
+
+}  // namespace
+
+StatusOr<v1::Job> ControllerClient::Submit(const v1::JobSpec& spec) {
+  grpc::ClientContext context;
+  Prepare(&context);
+  v1::SubmitJobRequest request;
+  *request.mutable_spec() = spec;
+  v1::Job job;
+  const grpc::Status status = stub_->SubmitJob(&context, request, &job);
+  return Result(status, job, address_);
+}
+
+StatusOr<v1::Job> ControllerClient::Get(const std::string& job_id) {
+  grpc::ClientContext context;
+  Prepare(&context);
+  v1::GetJobRequest request;
+  request.set_job_id(job_id);
+  v1::Job job;
+  const grpc::Status status = stub_->GetJob(&context, request, &job);
+  return Result(status, job, address_);
+}
+
+StatusOr<v1::ListJobsResponse> ControllerClient::List() {
+  grpc::ClientContext context;
+  Prepare(&context);
+  v1::ListJobsResponse response;
+  const grpc::Status status = stub_->ListJobs(&context, v1::ListJobsRequest(), &response);
+  return Result(status, response, address_);
+}
+
+StatusOr<v1::Job> ControllerClient::Cancel(const std::string& job_id, const std::string& reason) {
+  grpc::ClientContext context;
+  Prepare(&context);
+  v1::CancelJobRequest request;
+  request.set_job_id(job_id);
+  request.set_reason(reason);
+  v1::Job job;
+  const grpc::Status status = stub_->CancelJob(&context, request, &job);
+  return Result(status, job, address_);
+}
+
+StatusOr<v1::ListWorkersResponse> ControllerClient::Workers() {
+  grpc::ClientContext context;
+  Prepare(&context);
+  v1::ListWorkersResponse response;
+  const grpc::Status status = stub_->ListWorkers(&context, v1::ListWorkersRequest(), &response);
+  return Result(status, response, address_);
+}
+
+Status ControllerClient::Watch(const std::string& job_id, int64_t after_sequence,
+                               const std::function<void(const v1::JobEvent&)>& on_event) {
+  grpc::ClientContext context;
+  // No deadline: a job may train for days. Waiting for the first connection
+  // is bounded by the connect timeout through the first Get instead.
+  context.set_wait_for_ready(true);
+  v1::WatchJobRequest request;
+  request.set_job_id(job_id);
+  request.set_after_sequence(after_sequence);
+  auto reader = stub_->WatchJob(&context, request);
+  v1::JobEvent event;
+  while (reader->Read(&event)) on_event(event);
+  auto result = Result(reader->Finish(), 0, address_);
+  return result.status();
+}
+
+}  // namespace accumulus::client

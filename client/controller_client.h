@@ -1,0 +1,41 @@
+// The CLI's view of the controller API: one call per RPC, errors as Status.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <grpcpp/grpcpp.h>
+
+#include "accumulus/v1/controller.grpc.pb.h"
+#include "common/status.h"
+
+namespace accumulus::client {
+
+class ControllerClient {
+ public:
+  // `connect_timeout`: how long a call waits for the controller to become
+  // reachable (calls wait for it, so a CLI started alongside a controller
+  // needs no retry loop).
+  ControllerClient(const std::string& address, std::chrono::milliseconds connect_timeout);
+
+  StatusOr<v1::Job> Submit(const v1::JobSpec& spec);
+  StatusOr<v1::Job> Get(const std::string& job_id);
+  StatusOr<v1::ListJobsResponse> List();
+  StatusOr<v1::Job> Cancel(const std::string& job_id, const std::string& reason);
+  StatusOr<v1::ListWorkersResponse> Workers();
+  // Streams the job's events after `after_sequence` to `on_event` until the
+  // job ends (OK) or the stream fails.
+  Status Watch(const std::string& job_id, int64_t after_sequence,
+               const std::function<void(const v1::JobEvent&)>& on_event);
+
+ private:
+  void Prepare(grpc::ClientContext* context) const;
+
+  const std::string address_;
+  const std::chrono::milliseconds connect_timeout_;
+  std::unique_ptr<v1::Controller::Stub> stub_;
+};
+
+}  // namespace accumulus::client

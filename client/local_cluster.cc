@@ -1,0 +1,73 @@
+#include "client/local_cluster.h"
+
+#include <signal.h>
+
+#include <filesystem>
+#include <regex>
+
+#include "common/paths.h"
+
+namespace accumulus::client {
+
+StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(const LocalClusterOptions& options) {
+  std::error_code error;
+  const std::filesystem::path dir = std::filesystem::absolute(options.data_dir, error);
+  std::filesystem::create_directories(dir / "worker", error);
+  if (error) {
+    return Status::FailedPrecondition("cannot create data directory " + options.data_dir + ": " +
+                                      error.message());
+  }
+  std::unique_ptr<LocalCluster> cluster(new LocalCluster());
+  cluster->host_ = options.listen_host;
+  cluster->controller_log_ = (dir / "controller.log").string();
+  cluster->worker_log_ = (dir / "worker.log").string();
+
+  SpawnOptions controller;
+  controller.argv = {SiblingExecutable("accumulus-controller"), "--listen",
+                     options.listen_host + ":" + std::to_string(options.grpc_port),
+                     "--metrics-host", options.listen_host, "--metrics-port",
+                     std::to_string(options.metrics_port)};
+  controller.capture_stdout = true;
+  controller.log_path = cluster->controller_log_;
+  auto c = Subprocess::Spawn(controller);
+  if (!c.ok()) return c.status();
+  cluster->controller_ = std::move(*c);
+
+  // The controller prints one line when it listens (or exits if it cannot).
+  std::string line;
+  std::smatch match;
+  static const std::regex kReady(R"(ready grpc_port=(\d+) metrics_port=(-?\d+))");
+  if (!cluster->controller_->ReadLine(&line) || !std::regex_search(line, match, kReady)) {
+    const auto exit = cluster->controller_->Wait();
+    return Status::Unavailable("the controller did not start (" + exit.description + "); see " +
+                               cluster->controller_log_);
+  }
+  cluster->grpc_port_ = std::stoi(match[1]);
+  cluster->metrics_port_ = std::stoi(match[2]);
+
+  SpawnOptions worker;
+  worker.argv = {SiblingExecutable("accumulus-worker"), "--controller",
+                 cluster->controller_address(), "--work-dir", (dir / "worker").string(),
+                 "--worker-id", "local-worker", "--cpu-slots", std::to_string(options.cpu_slots)};
+  worker.log_path = cluster->worker_log_;
+  auto w = Subprocess::Spawn(worker);
+  if (!w.ok()) return w.status();
+  cluster->worker_ = std::move(*w);
+  return cluster;
+}
+
+void LocalCluster::Stop() {
+  for (Subprocess* p : {worker_.get(), controller_.get()}) {
+    if (p == nullptr) continue;
+    p->Signal(SIGTERM);
+    p->Wait();
+  }
+}
+
+LocalCluster::~LocalCluster() { Stop(); }
+
+std::string LocalCluster::controller_address() const {
+  return host_ + ":" + std::to_string(grpc_port_);
+}
+
+}  // namespace accumulus::client

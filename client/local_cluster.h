@@ -1,0 +1,47 @@
+// `accumulus up`: a controller and one worker as child processes on this
+// machine, their state and logs under one data directory.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+#include "common/subprocess.h"
+
+namespace accumulus::client {
+
+struct LocalClusterOptions {
+  std::string data_dir = "accumulus-data";
+  std::string listen_host = "127.0.0.1";
+  int grpc_port = 7600;     // 0: any free port
+  int metrics_port = 7601;  // 0: any free port
+  int cpu_slots = 1;
+};
+
+class LocalCluster {
+ public:
+  // Starts the controller, waits until it listens, then starts the worker.
+  static StatusOr<std::unique_ptr<LocalCluster>> Start(const LocalClusterOptions& options);
+  // SIGTERM to the worker (its trainers stop), then to the controller; waits
+  // for both.
+  void Stop();
+  ~LocalCluster();
+
+  std::string controller_address() const;
+  int metrics_port() const { return metrics_port_; }
+  const std::string& controller_log() const { return controller_log_; }
+  const std::string& worker_log() const { return worker_log_; }
+
+ private:
+  LocalCluster() = default;
+
+  std::string host_;
+  int grpc_port_ = 0;
+  int metrics_port_ = 0;
+  std::string controller_log_;
+  std::string worker_log_;
+  std::unique_ptr<Subprocess> controller_;
+  std::unique_ptr<Subprocess> worker_;
+};
+
+}  // namespace accumulus::client

@@ -1,0 +1,157 @@
+#include "client/render.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+#include <google/protobuf/util/json_util.h>
+
+namespace accumulus::client {
+namespace {
+
+std::string Format(const char* format, double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, format, value);
+  return buffer;
+}
+
+std::string HumanRate(double per_second) {
+  if (per_second >= 1e6) return Format("%.2fM", per_second / 1e6);
+  if (per_second >= 1e3) return Format("%.1fk", per_second / 1e3);
+  return Format("%.0f", per_second);
+}
+
+std::string Pad(const std::string& s, size_t width) {
+  return s.size() >= width ? s + " " : s + std::string(width - s.size(), ' ');
+}
+
+std::string BatchText(const v1::BatchPlan& b) {
+  return std::to_string(b.global_batch()) + " = " + std::to_string(b.micro_batch()) + "×" +
+         std::to_string(b.accumulation_steps()) + "×" + std::to_string(b.devices());
+}
+
+}  // namespace
+
+std::string ToJsonLine(const google::protobuf::Message& message) {
+  std::string out;
+  google::protobuf::util::JsonPrintOptions options;
+  options.preserve_proto_field_names = true;
+  google::protobuf::util::MessageToJsonString(message, &out, options);
+  return out;
+}
+
+std::string StateName(v1::JobState state) {
+  std::string name = v1::JobState_Name(state).substr(std::string("JOB_STATE_").size());
+  std::transform(name.begin(), name.end(), name.begin(), ::tolower);
+  return name;
+}
+
+std::string HumanBytes(int64_t bytes) {
+  const double b = static_cast<double>(bytes);
+  if (b >= 1024.0 * 1024 * 1024) return Format("%.2f GiB", b / (1024.0 * 1024 * 1024));
+  if (b >= 1024.0 * 1024) return Format("%.1f MiB", b / (1024.0 * 1024));
+  if (b >= 1024.0) return Format("%.1f KiB", b / 1024.0);
+  return std::to_string(bytes) + " B";
+}
+
+std::string JobTable(const v1::ListJobsResponse& jobs) {
+  std::string out = Pad("ID", 10) + Pad("STATE", 11) + Pad("NAME", 22) + Pad("BATCH (g = m×k×d)", 20) +
+                    Pad("STEPS", 12) + Pad("LOSS", 10) + "WORKER\n";
+  for (const auto& j : jobs.jobs()) {
+    out += Pad(j.id(), 10) + Pad(StateName(j.state()), 11) + Pad(j.spec().name(), 22) +
+           Pad(BatchText(j.batch()), 20) +
+           Pad(std::to_string(j.steps_done()) + "/" + std::to_string(j.steps_total()), 12) +
+           Pad(j.has_last_step() ? Format("%.4f", j.last_step().loss()) : "-", 10) +
+           (j.worker_id().empty() ? "-" : j.worker_id()) + "\n";
+  }
+  return out;
+}
+
+std::string JobDetails(const v1::Job& j) {
+  std::ostringstream out;
+  const v1::JobSpec& s = j.spec();
+  out << "job:          " << j.id() << (s.name().empty() ? "" : " (" + s.name() + ")") << "\n"
+      << "state:        " << StateName(j.state()) << (j.reason().empty() ? "" : ": " + j.reason())
+      << "\n"
+      << "worker:       " << (j.worker_id().empty() ? "-" : j.worker_id()) << "\n"
+      << "batch:        global " << j.batch().global_batch() << " = micro "
+      << j.batch().micro_batch() << " × accumulation " << j.batch().accumulation_steps()
+      << " × devices " << j.batch().devices() << "\n"
+      << "normalization:" << " " << s.normalization() << "\n"
+      << "model:        " << s.model().kind() << "\n"
+      << "data:         " << s.data().kind() << " " << s.data().task() << ", "
+      << s.data().samples() << " samples\n"
+      << "optimizer:    " << s.optimizer().kind() << " lr " << s.optimizer().lr() << "\n"
+      << "steps:        " << j.steps_done() << "/" << j.steps_total() << "\n";
+  if (j.has_last_step()) {
+    const v1::StepMetrics& m = j.last_step();
+    out << "last step:    loss " << Format("%.6f", m.loss()) << ", grad norm "
+        << Format("%.4g", m.grad_norm()) << ", " << HumanRate(m.samples_per_second())
+        << " samples/s, peak tensors " << HumanBytes(m.tensor_peak_bytes()) << "\n";
+  }
+  return out.str();
+}
+
+std::string WorkerTable(const v1::ListWorkersResponse& workers) {
+  std::string out = Pad("WORKER", 20) + Pad("DEVICES", 44) + Pad("FREE", 6) + "JOBS\n";
+  for (const auto& w : workers.workers()) {
+    std::string devices;
+    for (const auto& d : w.devices()) {
+      if (!devices.empty()) devices += ", ";
+      devices += d.kind() + ":" + std::to_string(d.index()) + " (" + std::to_string(d.cores()) +
+                 " cores, " + HumanBytes(d.memory_bytes()) + ")";
+    }
+    std::string jobs;
+    for (const auto& id : w.job_ids()) jobs += (jobs.empty() ? "" : ",") + id;
+    out += Pad(w.id(), 20) + Pad(devices, 44) + Pad(std::to_string(w.free_slots()), 6) +
+           (jobs.empty() ? "-" : jobs) + "\n";
+  }
+  return out;
+}
+
+std::string EventLine(const v1::JobEvent& e) {
+  if (e.has_step()) {
+    const v1::StepMetrics& m = e.step();
+    return "step " + std::to_string(m.step()) + "/" + std::to_string(m.steps_total()) +
+           "  epoch " + std::to_string(m.epoch()) + "  loss " + Format("%.6f", m.loss()) +
+           "  lr " + Format("%.4g", m.lr()) + "  grad_norm " + Format("%.4g", m.grad_norm()) +
+           (m.clipped() ? " (clipped)" : "") + "  window " + std::to_string(m.microbatches()) +
+           "×micro, " + std::to_string(m.samples()) + "/" + std::to_string(m.effective_batch()) +
+           " samples  " + HumanRate(m.samples_per_second()) + " samples/s  peak " +
+           HumanBytes(m.tensor_peak_bytes());
+  }
+  if (e.has_state()) {
+    return "state " + StateName(e.state().state()) +
+           (e.state().worker_id().empty() ? "" : " on " + e.state().worker_id()) +
+           (e.state().reason().empty() ? "" : ": " + e.state().reason());
+  }
+  if (e.has_runtime()) {
+    const v1::RuntimeInfo& r = e.runtime();
+    return "plan  " + std::to_string(r.steps_total()) + " steps (" +
+           std::to_string(r.steps_per_epoch()) + " per epoch of " +
+           std::to_string(r.samples_per_epoch()) + " samples), batch " + BatchText(r.batch()) +
+           ", " + std::to_string(r.parameters()) + " parameters\n" + "      rank " +
+           std::to_string(r.rank()) + "/" + std::to_string(r.world_size()) + " on " + r.device() +
+           " (pid " + std::to_string(r.pid()) + "), threads: intra-op " +
+           std::to_string(r.intra_op_threads()) + ", inter-op " +
+           std::to_string(r.inter_op_threads()) + ", BLAS " + std::to_string(r.blas_threads()) +
+           " (" + r.blas() + "), LibTorch " + r.torch_version();
+  }
+  if (e.has_log()) {
+    const char* level = e.log().level() == v1::LogMessage::LEVEL_ERROR     ? "error"
+                        : e.log().level() == v1::LogMessage::LEVEL_WARNING ? "warning"
+                                                                           : "info";
+    return std::string(level) + ": " + e.log().text();
+  }
+  return "event " + std::to_string(e.sequence());
+}
+
+std::string ProgressBar(int64_t done, int64_t total, int width) {
+  const double fraction = total > 0 ? std::clamp(static_cast<double>(done) / total, 0.0, 1.0) : 0;
+  const int filled = static_cast<int>(fraction * width);
+  return "[" + std::string(filled, '#') + std::string(width - filled, '.') + "] " +
+         Format("%3.0f%%", fraction * 100) + "  " + std::to_string(done) + "/" +
+         std::to_string(total);
+}
+
+}  // namespace accumulus::client

@@ -1,0 +1,32 @@
+// How the CLI shows jobs, workers and events: aligned text for people, one
+// JSON object per line for programs.
+#pragma once
+
+#include <string>
+
+#include <google/protobuf/message.h>
+
+#include "accumulus/v1/controller.pb.h"
+
+namespace accumulus::client {
+
+// One line of JSON with the .proto field names (as in job spec YAML).
+std::string ToJsonLine(const google::protobuf::Message& message);
+
+// "running", "succeeded", ...
+std::string StateName(v1::JobState state);
+std::string HumanBytes(int64_t bytes);
+
+// `accumulus list`: a header and one row per job.
+std::string JobTable(const v1::ListJobsResponse& jobs);
+// `accumulus get`: the job's spec, batch plan, state and latest step.
+std::string JobDetails(const v1::Job& job);
+// `accumulus workers`: one row per worker with its devices and jobs.
+std::string WorkerTable(const v1::ListWorkersResponse& workers);
+
+// One line for an event, e.g. "step 3/40 epoch 0 loss 0.6931 ...".
+std::string EventLine(const v1::JobEvent& event);
+// "[#########.........]  45%  18/40" at `width` characters of bar.
+std::string ProgressBar(int64_t done, int64_t total, int width = 30);
+
+}  // namespace accumulus::client
