@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 
 namespace accumulus::metrics {
@@ -86,8 +87,13 @@ std::string EscapeLabelValue(const std::string& value) {
 std::string FormatValue(double value) {
   if (std::isnan(value)) return "NaN";
   if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";
+  // The shortest form that reads back as the same double (0.1, not
+  // 0.10000000000000001).
   char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.17g", value);
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(buffer, sizeof buffer, "%.*g", precision, value);
+    if (std::strtod(buffer, nullptr) == value) break;
+  }
   return buffer;
 }
 

@@ -102,6 +102,10 @@ Status TrainOrThrow(const TrainConfig& config, EventSink* sink, const TrainOptio
       sink->OnStep(report);
     }
   }
+  if (options.final_parameters != nullptr) {
+    options.final_parameters->clear();
+    for (const auto& p : parameters) options.final_parameters->push_back(p.detach().clone());
+  }
   return Status::Ok();
 }
 

@@ -4,6 +4,9 @@
 #pragma once
 
 #include <atomic>
+#include <vector>
+
+#include <torch/types.h>
 
 #include "common/status.h"
 #include "worker/engine/events.h"
@@ -15,6 +18,9 @@ struct TrainOptions {
   // Checked at every window boundary; when set, training stops there and
   // Train returns CANCELLED. May be null.
   const std::atomic<bool>* stop_requested = nullptr;
+  // When set, receives copies of the model's parameters after the last step
+  // (in Module::parameters() order).
+  std::vector<torch::Tensor>* final_parameters = nullptr;
 };
 
 // Trains to the end of the configured epochs or steps. Never throws: LibTorch

@@ -1,0 +1,222 @@
+// End to end: a real controller and worker on loopback, driven through the
+// real CLI, the way a user drives them.
+#include <signal.h>
+
+#include <gtest/gtest.h>
+#include <google/protobuf/util/json_util.h>
+#include <httplib.h>
+
+#include "accumulus/v1/controller.pb.h"
+#include "tests/support/test_cluster.h"
+
+namespace accumulus::testing {
+namespace {
+
+constexpr char kSmallJob[] = R"(
+name: e2e-small
+model: {kind: mlp, hidden: [16]}
+data: {kind: synthetic, task: classification, samples: 200, features: 8, outputs: 3}
+micro_batch: 8
+accumulation_steps: 4
+optimizer: {kind: sgd, lr: 0.1, momentum: 0.9}
+epochs: 2
+seed: 1
+)";
+
+// Long enough to be caught running: ~100k steps.
+constexpr char kLongJob[] = R"(
+name: e2e-long
+model: {kind: mlp, hidden: [16]}
+data: {samples: 100000, features: 8, outputs: 3}
+micro_batch: 8
+accumulation_steps: 4
+optimizer: {kind: sgd, lr: 0.01}
+epochs: 30
+)";
+
+template <typename Message>
+Message FromJson(const std::string& line) {
+  Message message;
+  const auto status = google::protobuf::util::JsonStringToMessage(line, &message);
+  EXPECT_TRUE(status.ok()) << status.ToString() << " in: " << line;
+  return message;
+}
+
+// Reads a `watch -o json` stream until an event satisfies `until`; returns
+// it, or an empty event if the stream ended first.
+template <typename Predicate>
+v1::JobEvent ReadUntil(Subprocess* watch, Predicate until) {
+  std::string line;
+  while (watch->ReadLine(&line)) {
+    v1::JobEvent event = FromJson<v1::JobEvent>(line);
+    if (until(event)) return event;
+  }
+  return v1::JobEvent();
+}
+
+v1::JobEvent ReadToEnd(Subprocess* watch) {
+  v1::JobEvent last;
+  std::string line;
+  while (watch->ReadLine(&line)) {
+    v1::JobEvent event = FromJson<v1::JobEvent>(line);
+    if (event.has_state()) last = event;
+  }
+  return last;
+}
+
+class ClusterTest : public ::testing::Test {
+ protected:
+  void SetUp() override { cluster_.StartWorker(); }
+
+  std::string Submit(const std::string& yaml) {
+    CliResult r = cluster_.Cli({"-o", "json", "submit", cluster_.WriteSpec("job.yaml", yaml)});
+    EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
+    return r.lines.empty() ? "" : FromJson<v1::Job>(r.lines[0]).id();
+  }
+
+  v1::WorkerInfo OnlyWorker() {
+    CliResult r = cluster_.Cli({"-o", "json", "workers"});
+    EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
+    auto workers = FromJson<v1::ListWorkersResponse>(r.lines.at(0));
+    EXPECT_EQ(workers.workers_size(), 1);
+    return workers.workers(0);
+  }
+
+  TestCluster cluster_;
+};
+
+TEST_F(ClusterTest, AccumulatingJobSucceedsWithOneEventPerOptimizerStep) {
+  CliResult r = cluster_.Cli(
+      {"-o", "json", "submit", cluster_.WriteSpec("small.yaml", kSmallJob), "--watch"});
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  ASSERT_GE(r.lines.size(), 2u);
+  const v1::Job submitted = FromJson<v1::Job>(r.lines[0]);
+  EXPECT_EQ(submitted.batch().global_batch(), 8 * 4 * 1);
+
+  std::vector<v1::StepMetrics> steps;
+  v1::JobEvent last_state;
+  int64_t sequence = 0;
+  bool saw_runtime = false;
+  for (size_t i = 1; i < r.lines.size(); ++i) {
+    const v1::JobEvent event = FromJson<v1::JobEvent>(r.lines[i]);
+    EXPECT_EQ(event.sequence(), ++sequence) << "events arrive in order, without gaps";
+    if (event.has_step()) steps.push_back(event.step());
+    if (event.has_state()) last_state = event;
+    if (event.has_runtime()) {
+      saw_runtime = true;
+      EXPECT_TRUE(steps.empty()) << "the runtime report comes before step 1";
+      EXPECT_EQ(event.runtime().intra_op_threads(), 1);
+      EXPECT_EQ(event.runtime().blas_threads(), 1);
+    }
+  }
+  EXPECT_TRUE(saw_runtime);
+  EXPECT_EQ(last_state.state().state(), v1::JOB_STATE_SUCCEEDED);
+
+  // ceil(200 samples / effective batch 32) = 7 steps per epoch, 2 epochs.
+  ASSERT_EQ(steps.size(), 14u);
+  for (size_t i = 0; i < steps.size(); ++i) {
+    EXPECT_EQ(steps[i].step(), static_cast<int64_t>(i) + 1);
+    EXPECT_EQ(steps[i].effective_batch(), 32);
+    EXPECT_EQ(steps[i].samples(), i % 7 == 6 ? 200 - 6 * 32 : 32) << "step " << i + 1;
+    EXPECT_GT(steps[i].tensor_peak_bytes(), 0);
+  }
+  EXPECT_LT(steps.back().loss(), steps.front().loss());
+
+  CliResult get = cluster_.Cli({"-o", "json", "get", submitted.id()});
+  ASSERT_EQ(get.exit_code, 0);
+  const v1::Job job = FromJson<v1::Job>(get.lines.at(0));
+  EXPECT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(job.steps_done(), 14);
+  EXPECT_EQ(job.steps_total(), 14);
+}
+
+TEST_F(ClusterTest, CancelStopsARunningJobAndFreesItsDevice) {
+  const std::string id = Submit(kLongJob);
+  std::unique_ptr<Subprocess> watch = cluster_.StartCli({"-o", "json", "watch", id});
+  ASSERT_TRUE(ReadUntil(watch.get(), [](const v1::JobEvent& e) { return e.has_step(); })
+                  .has_step());
+
+  CliResult cancel = cluster_.Cli({"cancel", id, "--reason", "test says stop"});
+  EXPECT_EQ(cancel.exit_code, 0) << cancel.stderr_text;
+  const v1::JobEvent last = ReadToEnd(watch.get());
+  EXPECT_EQ(last.state().state(), v1::JOB_STATE_CANCELLED);
+  EXPECT_EQ(last.state().reason(), "test says stop");
+  EXPECT_EQ(watch->Wait().exit_code, 1) << "watch reports a job that did not succeed";
+
+  const v1::WorkerInfo worker = OnlyWorker();
+  EXPECT_EQ(worker.free_slots(), 1);
+  EXPECT_EQ(worker.job_ids_size(), 0);
+  // Cancelling again is refused, with the reason.
+  CliResult again = cluster_.Cli({"cancel", id});
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_NE(again.stderr_text.find("already ended cancelled"), std::string::npos)
+      << again.stderr_text;
+}
+
+TEST_F(ClusterTest, ATrainerCrashFailsItsJobButNotTheWorker) {
+  const std::string id = Submit(kLongJob);
+  std::unique_ptr<Subprocess> watch = cluster_.StartCli({"-o", "json", "watch", id});
+  const v1::JobEvent runtime =
+      ReadUntil(watch.get(), [](const v1::JobEvent& e) { return e.has_runtime(); });
+  ASSERT_GT(runtime.runtime().pid(), 0);
+  ASSERT_EQ(kill(static_cast<pid_t>(runtime.runtime().pid()), SIGKILL), 0);
+
+  const v1::JobEvent last = ReadToEnd(watch.get());
+  EXPECT_EQ(last.state().state(), v1::JOB_STATE_FAILED);
+  EXPECT_NE(last.state().reason().find("killed by signal 9"), std::string::npos)
+      << last.state().reason();
+
+  // The daemon lives on and runs the next job.
+  CliResult next = cluster_.Cli({"submit", cluster_.WriteSpec("small.yaml", kSmallJob), "-w"});
+  EXPECT_EQ(next.exit_code, 0) << next.stderr_text;
+}
+
+TEST_F(ClusterTest, BadSpecIsRejectedWithTheServersMessage) {
+  const std::string spec = cluster_.WriteSpec("bad.yaml", R"(
+model: {kind: mlp}
+data: {samples: 100, features: 4}
+micro_batch: 8
+global_batch: 100
+devices: 2
+optimizer: {kind: sgd, lr: 0.1}
+epochs: 1
+)");
+  CliResult r = cluster_.Cli({"submit", spec});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.stderr_text.find("global_batch 100 is not divisible by micro_batch 8 × devices 2"),
+            std::string::npos)
+      << r.stderr_text;
+
+  CliResult typo = cluster_.Cli({"submit", cluster_.WriteSpec("typo.yaml", "micro_bach: 8\n")});
+  EXPECT_EQ(typo.exit_code, 2);
+  EXPECT_NE(typo.stderr_text.find("micro_bach"), std::string::npos) << typo.stderr_text;
+
+  CliResult list = cluster_.Cli({"-o", "json", "list"});
+  EXPECT_EQ(list.lines.at(0), "{}") << "nothing was queued";
+}
+
+TEST_F(ClusterTest, MetricsEndpointPassesPromtool) {
+  CliResult r = cluster_.Cli({"submit", cluster_.WriteSpec("small.yaml", kSmallJob), "-w"});
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  httplib::Client http("127.0.0.1", cluster_.metrics_port());
+  auto response = http.Get("/metrics");
+  ASSERT_TRUE(response);
+  ASSERT_EQ(response->status, 200);
+  EXPECT_NE(response->body.find("accumulus_jobs{state=\"succeeded\"} 1"), std::string::npos)
+      << response->body;
+  EXPECT_NE(response->body.find("accumulus_jobs_submitted_total 1"), std::string::npos);
+
+  SpawnOptions promtool;
+  promtool.argv = {"/usr/bin/promtool", "check", "metrics"};
+  promtool.stdin_data = response->body;
+  promtool.capture_stdout = true;
+  promtool.log_path = cluster_.dir() + "/promtool.log";
+  auto check = Subprocess::Spawn(promtool);
+  ASSERT_TRUE(check.ok()) << check.status().ToString();
+  std::string line, output;
+  while ((*check)->ReadLine(&line)) output += line + "\n";
+  EXPECT_EQ((*check)->Wait().exit_code, 0) << output;
+}
+
+}  // namespace
+}  // namespace accumulus::testing

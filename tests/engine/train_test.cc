@@ -1,0 +1,154 @@
+// The whole loop: Train() with different splits of the same global batch ends
+// with the parameters of a plain full-batch loop over the same sample order.
+#include "worker/engine/trainer.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "worker/engine/dataset.h"
+#include "worker/engine/mlp.h"
+#include "worker/engine/sample_order.h"
+
+namespace accumulus::engine {
+namespace {
+
+namespace F = torch::nn::functional;
+
+class RecordingSink : public EventSink {
+ public:
+  void OnRun(const RunReport& r) override { run = r; }
+  void OnStep(const StepReport& r) override { steps.push_back(r); }
+  void OnLog(LogLevel, const std::string& text) override { logs.push_back(text); }
+  RunReport run;
+  std::vector<StepReport> steps;
+  std::vector<std::string> logs;
+};
+
+TrainConfig SmallConfig(int64_t micro, int64_t accumulation, const std::string& optimizer) {
+  TrainConfig c;
+  c.model.hidden = {16};
+  c.data.samples = 100;  // global batch 32: windows of 32, 32, 32 and a short 4
+  c.data.features = 6;
+  c.data.outputs = 3;
+  c.data.seed = 11;
+  c.optimizer.kind = optimizer;
+  c.optimizer.lr = optimizer == "sgd" ? 0.1 : 0.01;
+  c.optimizer.momentum = optimizer == "sgd" ? 0.9 : 0;
+  c.optimizer.weight_decay = 0.01;
+  c.micro_batch = micro;
+  c.accumulation_steps = accumulation;
+  c.global_batch = micro * accumulation;
+  c.epochs = 2;
+  c.seed = 21;
+  return c;
+}
+
+std::vector<torch::Tensor> Train(const TrainConfig& config, RecordingSink* sink) {
+  std::vector<torch::Tensor> params;
+  TrainOptions options;
+  options.final_parameters = &params;
+  const Status status = engine::Train(config, sink, options);
+  EXPECT_TRUE(status.ok()) << status.ToString();
+  return params;
+}
+
+// The plain loop: one mean-loss backward over each whole global batch.
+std::vector<torch::Tensor> FullBatchReference(const TrainConfig& c) {
+  SyntheticDataset data(c.data);
+  torch::manual_seed(c.seed);
+  Mlp model(c.data.features, c.model.hidden, c.data.outputs);
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
+  if (c.optimizer.kind == "sgd") {
+    optimizer = std::make_unique<torch::optim::SGD>(
+        model->parameters(), torch::optim::SGDOptions(c.optimizer.lr)
+                                 .momentum(c.optimizer.momentum)
+                                 .weight_decay(c.optimizer.weight_decay));
+  } else {
+    optimizer = std::make_unique<torch::optim::AdamW>(
+        model->parameters(),
+        torch::optim::AdamWOptions(c.optimizer.lr).weight_decay(c.optimizer.weight_decay));
+  }
+  const int64_t windows = (c.data.samples + c.global_batch - 1) / c.global_batch;
+  for (int64_t epoch = 0; epoch < c.epochs; ++epoch) {
+    const std::vector<int64_t> order = EpochPermutation(c.data.samples, c.seed, epoch);
+    for (int64_t w = 0; w < windows; ++w) {
+      const WindowRange r = WindowOf(c.data.samples, c.global_batch, w);
+      const Batch batch = data.Gather(
+          torch::tensor(std::vector<int64_t>(order.begin() + r.begin, order.begin() + r.end)));
+      F::cross_entropy(model(batch.inputs), batch.targets).backward();
+      optimizer->step();
+      model->zero_grad(true);
+    }
+  }
+  std::vector<torch::Tensor> params;
+  for (const auto& p : model->parameters()) params.push_back(p.detach().clone());
+  return params;
+}
+
+double MaxRelativeDifference(const std::vector<torch::Tensor>& a,
+                             const std::vector<torch::Tensor>& b) {
+  double worst = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const double scale = std::max(b[i].abs().max().item<double>(), 1e-12);
+    worst = std::max(worst, (a[i] - b[i]).abs().max().item<double>() / scale);
+  }
+  return worst;
+}
+
+class TrainEquivalence : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TrainEquivalence, EverySplitMatchesTheFullBatchLoop) {
+  const std::vector<torch::Tensor> reference = FullBatchReference(SmallConfig(32, 1, GetParam()));
+  for (auto [micro, accumulation] : {std::pair<int64_t, int64_t>{32, 1}, {8, 4}, {4, 8}}) {
+    RecordingSink sink;
+    const auto params = Train(SmallConfig(micro, accumulation, GetParam()), &sink);
+    ASSERT_EQ(params.size(), reference.size());
+    EXPECT_LE(MaxRelativeDifference(params, reference), 1e-5)
+        << "micro " << micro << " × accumulation " << accumulation;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Optimizers, TrainEquivalence, ::testing::Values("sgd", "adamw"));
+
+TEST(Train, ReportsOneStepPerWindowWithTheWindowsCounts) {
+  RecordingSink sink;
+  Train(SmallConfig(8, 4, "sgd"), &sink);
+  EXPECT_EQ(sink.run.steps_per_epoch, 4);
+  EXPECT_EQ(sink.run.steps_total, 8);
+  ASSERT_EQ(sink.steps.size(), 8u);
+  for (size_t i = 0; i < sink.steps.size(); ++i) {
+    const StepReport& s = sink.steps[i];
+    const bool last_of_epoch = i % 4 == 3;
+    EXPECT_EQ(s.step, static_cast<int64_t>(i) + 1);
+    EXPECT_EQ(s.epoch, static_cast<int64_t>(i) / 4);
+    EXPECT_EQ(s.effective_batch, 32);
+    EXPECT_EQ(s.samples, last_of_epoch ? 4 : 32);
+    EXPECT_EQ(s.microbatches, last_of_epoch ? 1 : 4);
+    EXPECT_EQ(s.loss_items, s.samples);
+    EXPECT_GT(s.tensor_peak_bytes, 0);
+    EXPECT_GE(s.tensor_peak_bytes, s.tensor_bytes);
+  }
+}
+
+TEST(Train, ReportedLossDoesNotDependOnTheSplit) {
+  RecordingSink one, many;
+  Train(SmallConfig(32, 1, "sgd"), &one);
+  Train(SmallConfig(4, 8, "sgd"), &many);
+  ASSERT_EQ(one.steps.size(), many.steps.size());
+  for (size_t i = 0; i < one.steps.size(); ++i) {
+    EXPECT_NEAR(many.steps[i].loss, one.steps[i].loss, 1e-5 * one.steps[i].loss) << "step " << i;
+  }
+}
+
+TEST(Train, StopsAtAWindowBoundaryWhenAsked) {
+  std::atomic<bool> stop{true};
+  RecordingSink sink;
+  TrainOptions options;
+  options.stop_requested = &stop;
+  const Status status = engine::Train(SmallConfig(8, 4, "sgd"), &sink, options);
+  EXPECT_EQ(status.code(), StatusCode::kCancelled);
+  EXPECT_TRUE(sink.steps.empty());
+}
+
+}  // namespace
+}  // namespace accumulus::engine

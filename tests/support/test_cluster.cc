@@ -1,0 +1,110 @@
+#include "tests/support/test_cluster.h"
+
+#include <signal.h>
+#include <stdlib.h>
+
+#include <atomic>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <stdexcept>
+
+namespace accumulus::testing {
+namespace {
+
+std::unique_ptr<Subprocess> SpawnOrThrow(const SpawnOptions& options) {
+  auto process = Subprocess::Spawn(options);
+  if (!process.ok()) throw std::runtime_error(process.status().ToString());
+  return std::move(*process);
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+std::string BinaryDir() { return ACCUMULUS_BINARY_DIR; }
+
+TestCluster::TestCluster() {
+  char pattern[] = "/tmp/accumulus-test-XXXXXX";
+  if (mkdtemp(pattern) == nullptr) throw std::runtime_error("mkdtemp failed");
+  dir_ = pattern;
+
+  SpawnOptions options;
+  options.argv = {BinaryDir() + "/accumulus-controller", "--listen", "127.0.0.1:0",
+                  "--metrics-host", "127.0.0.1", "--metrics-port", "0",
+                  // Short keepalive: a killed worker is noticed quickly.
+                  "--heartbeat-ms", "1000"};
+  options.capture_stdout = true;
+  options.log_path = dir_ + "/controller.log";
+  controller_ = SpawnOrThrow(options);
+  // The controller's first stdout line says it listens, and where.
+  std::string line;
+  std::smatch match;
+  if (!controller_->ReadLine(&line) ||
+      !std::regex_search(line, match, std::regex(R"(grpc_port=(\d+) metrics_port=(\d+))"))) {
+    throw std::runtime_error("controller did not start: " + ReadFile(options.log_path));
+  }
+  grpc_port_ = std::stoi(match[1]);
+  metrics_port_ = std::stoi(match[2]);
+}
+
+TestCluster::~TestCluster() {
+  for (auto& w : workers_) w->Signal(SIGTERM);
+  for (auto& w : workers_) w->Wait();
+  controller_->Signal(SIGTERM);
+  controller_->Wait();
+  std::string command = "rm -rf '" + dir_ + "'";
+  if (std::getenv("ACCUMULUS_KEEP_TEST_DIRS") == nullptr) (void)!system(command.c_str());
+}
+
+std::string TestCluster::StartWorker(int cpu_slots) {
+  const std::string id = "worker-" + std::to_string(workers_.size() + 1);
+  SpawnOptions options;
+  options.argv = {BinaryDir() + "/accumulus-worker", "--controller", controller_address(),
+                  "--worker-id", id, "--work-dir", dir_ + "/" + id, "--cpu-slots",
+                  std::to_string(cpu_slots), "--intra-op-threads", "1", "--cancel-grace-ms",
+                  "5000"};
+  options.log_path = dir_ + "/" + id + ".log";
+  workers_.push_back(SpawnOrThrow(options));
+  return id;
+}
+
+std::string TestCluster::controller_address() const {
+  return "127.0.0.1:" + std::to_string(grpc_port_);
+}
+
+std::unique_ptr<Subprocess> TestCluster::StartCli(const std::vector<std::string>& args,
+                                                  std::string* stderr_path) const {
+  static std::atomic<int> counter{0};
+  SpawnOptions options;
+  options.argv = {BinaryDir() + "/accumulus", "--controller", controller_address()};
+  options.argv.insert(options.argv.end(), args.begin(), args.end());
+  options.capture_stdout = true;
+  options.log_path = dir_ + "/cli-" + std::to_string(++counter) + ".stderr";
+  if (stderr_path != nullptr) *stderr_path = options.log_path;
+  return SpawnOrThrow(options);
+}
+
+CliResult TestCluster::Cli(const std::vector<std::string>& args) const {
+  std::string stderr_path;
+  std::unique_ptr<Subprocess> cli = StartCli(args, &stderr_path);
+  CliResult result;
+  std::string line;
+  while (cli->ReadLine(&line)) result.lines.push_back(line);
+  result.exit_code = cli->Wait().exit_code;
+  result.stderr_text = ReadFile(stderr_path);
+  return result;
+}
+
+std::string TestCluster::WriteSpec(const std::string& name, const std::string& yaml) const {
+  const std::string path = dir_ + "/" + name;
+  std::ofstream(path) << yaml;
+  return path;
+}
+
+}  // namespace accumulus::testing

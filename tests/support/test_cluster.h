@@ -1,0 +1,54 @@
+// Real accumulus processes for end-to-end tests: a controller and workers on
+// loopback ports they pick themselves, and the CLI run as a child process.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/subprocess.h"
+
+namespace accumulus::testing {
+
+// The directory of the built executables (set by CMake).
+std::string BinaryDir();
+
+struct CliResult {
+  int exit_code = -1;
+  std::vector<std::string> lines;  // stdout
+  std::string stderr_text;
+};
+
+class TestCluster {
+ public:
+  // Starts a controller on 127.0.0.1 (ports picked by the kernel) with a
+  // fresh temporary directory; no worker yet.
+  TestCluster();
+  ~TestCluster();  // SIGTERM to every process, then waits for them
+
+  // Starts a worker daemon with `cpu_slots` slots and returns its id.
+  std::string StartWorker(int cpu_slots = 1);
+
+  std::string controller_address() const;
+  int metrics_port() const { return metrics_port_; }
+  const std::string& dir() const { return dir_; }
+
+  // Runs the CLI against this controller to completion.
+  CliResult Cli(const std::vector<std::string>& args) const;
+  // Starts the CLI against this controller, stdout captured line by line.
+  // `stderr_path`, if given, receives the file its stderr goes to.
+  std::unique_ptr<Subprocess> StartCli(const std::vector<std::string>& args,
+                                       std::string* stderr_path = nullptr) const;
+
+  // Writes `yaml` to a file in the cluster's directory; returns its path.
+  std::string WriteSpec(const std::string& name, const std::string& yaml) const;
+
+ private:
+  std::string dir_;
+  int grpc_port_ = 0;
+  int metrics_port_ = 0;
+  std::unique_ptr<Subprocess> controller_;
+  std::vector<std::unique_ptr<Subprocess>> workers_;
+};
+
+}  // namespace accumulus::testing
