@@ -35,6 +35,10 @@ v1::JobEvent StateEvent(v1::JobState state, const std::string& reason,
 
 }  // namespace
 
+int32_t JobManager::WorkerRecord::free_slots() const {
+  return static_cast<int32_t>(std::count(slot_jobs.begin(), slot_jobs.end(), std::string()));
+}
+
 StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& input) {
   StatusOr<v1::JobSpec> spec = NormalizeJobSpec(input);
   StatusOr<v1::BatchPlan> batch = spec.ok() ? ResolveBatchPlan(*spec) : spec.status();
@@ -133,7 +137,7 @@ std::vector<v1::WorkerInfo> JobManager::Workers() const {
     info.set_id(id);
     info.set_hostname(w.registration.hostname());
     *info.mutable_devices() = w.registration.devices();
-    info.set_free_slots(w.free_slots);
+    info.set_free_slots(w.free_slots());
     for (const auto& job : w.jobs) info.add_job_ids(job);
     out.push_back(std::move(info));
   }
@@ -159,9 +163,13 @@ uint64_t JobManager::WorkerConnected(const v1::Register& registration, WorkerSen
     worker.registration = registration;
     worker.session = session = next_session_++;
     worker.sender = std::move(sender);
-    int32_t held = 0;
-    for (const std::string& job_id : worker.jobs) held += FindLocked(job_id)->job.batch().devices();
-    worker.free_slots = registration.devices_size() - held;
+    // The jobs it still runs keep their slots.
+    worker.slot_jobs.assign(static_cast<size_t>(registration.devices_size()), "");
+    for (const std::string& job_id : worker.jobs) {
+      for (int slot : FindLocked(job_id)->slots) {
+        if (slot < registration.devices_size()) worker.slot_jobs[static_cast<size_t>(slot)] = job_id;
+      }
+    }
     ScheduleLocked(&touched);
     UpdateGaugesLocked();
   }
@@ -284,8 +292,11 @@ void JobManager::ReleaseLocked(JobRecord* record) {
   const std::string& id = record->job.id();
   auto worker = workers_.find(record->job.worker_id());
   if (worker != workers_.end() && worker->second.jobs.erase(id) > 0) {
-    worker->second.free_slots += record->job.batch().devices();
+    for (std::string& holder : worker->second.slot_jobs) {
+      if (holder == id) holder.clear();
+    }
   }
+  record->slots.clear();
   // Per-job series end with the job.
   metrics_->job_steps->Remove({id});
   metrics_->job_loss->Remove({id});
@@ -302,13 +313,18 @@ void JobManager::ScheduleLocked(Touched* touched) {
   while (!queue_.empty()) {
     JobRecord* record = FindLocked(queue_.front());
     const int32_t devices = record->job.batch().devices();
-    auto worker = std::find_if(workers_.begin(), workers_.end(),
-                               [devices](const auto& w) { return w.second.free_slots >= devices; });
+    auto worker = std::find_if(workers_.begin(), workers_.end(), [devices](const auto& w) {
+      return w.second.free_slots() >= devices;
+    });
     if (worker == workers_.end()) return;
     queue_.erase(queue_.begin());
     WorkerRecord& w = worker->second;
-    w.free_slots -= devices;
     w.jobs.insert(record->job.id());
+    for (size_t slot = 0; slot < w.slot_jobs.size() && record->slots.size() < static_cast<size_t>(devices); ++slot) {
+      if (!w.slot_jobs[slot].empty()) continue;
+      w.slot_jobs[slot] = record->job.id();
+      record->slots.push_back(static_cast<int>(slot));
+    }
     record->job.set_worker_id(worker->first);
     SetStateLocked(record, v1::JOB_STATE_STARTING, "", touched);
 
@@ -317,7 +333,10 @@ void JobManager::ScheduleLocked(Touched* touched) {
     assign->set_job_id(record->job.id());
     *assign->mutable_spec() = record->job.spec();
     *assign->mutable_batch() = record->job.batch();
-    for (int32_t rank = 0; rank < devices; ++rank) assign->add_ranks(rank);
+    for (int32_t rank = 0; rank < devices; ++rank) {
+      assign->add_ranks(rank);
+      *assign->add_devices() = w.registration.devices(record->slots[static_cast<size_t>(rank)]);
+    }
     assign->set_world_size(devices);
     w.sender(message);
     UpdateGaugesLocked();
@@ -326,7 +345,7 @@ void JobManager::ScheduleLocked(Touched* touched) {
 
 void JobManager::UpdateGaugesLocked() {
   int32_t free_slots = 0;
-  for (const auto& [id, w] : workers_) free_slots += w.free_slots;
+  for (const auto& [id, w] : workers_) free_slots += w.free_slots();
   metrics_->workers_connected->Set(static_cast<double>(workers_.size()));
   metrics_->device_slots_free->Set(free_slots);
 }

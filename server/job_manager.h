@@ -57,13 +57,19 @@ class JobManager {
   struct JobRecord {
     v1::Job job;
     std::shared_ptr<EventLog> log;
+    // Indices into its worker's devices, one per rank (while placed).
+    std::vector<int> slots;
   };
   struct WorkerRecord {
     v1::Register registration;
     uint64_t session = 0;
-    int32_t free_slots = 0;
+    // The job holding each device slot ("" when free), indexed like
+    // registration.devices.
+    std::vector<std::string> slot_jobs;
     std::set<std::string> jobs;
     WorkerSender sender;
+
+    int32_t free_slots() const;
   };
   // Logs to notify once the mutex is released.
   using Touched = std::vector<std::shared_ptr<EventLog>>;

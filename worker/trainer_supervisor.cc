@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -129,9 +130,11 @@ void TrainerSupervisor::Run(std::shared_ptr<Job> job) {
   *task.mutable_batch() = a.batch();
   task.set_rank(a.ranks_size() > 0 ? a.ranks(0) : 0);
   task.set_world_size(a.world_size());
-  task.set_device("cpu");
+  const v1::Device device = a.devices_size() > 0 ? a.devices(0) : v1::Device();
+  task.set_device(device.kind() == "cuda" ? "cuda:" + std::to_string(device.index()) : "cpu");
   const int intra = a.spec().threads().intra_op() > 0 ? a.spec().threads().intra_op()
-                                                      : options_.intra_op_threads;
+                    : options_.intra_op_threads > 0   ? options_.intra_op_threads
+                                                      : std::max(1, device.cores());
   const int blas =
       a.spec().threads().blas() > 0 ? a.spec().threads().blas() : options_.blas_threads;
   task.set_intra_op_threads(intra);

@@ -19,8 +19,9 @@ struct SupervisorOptions {
   std::string trainer_binary;
   // Each job gets <work_dir>/<job id>/ for its logs.
   std::string work_dir;
-  // Defaults for specs that leave threads unset.
-  int intra_op_threads = 1;
+  // Defaults for specs that leave threads unset (intra-op 0: the cores of
+  // the rank's device slot).
+  int intra_op_threads = 0;
   int blas_threads = 1;
   // How long a cancelled trainer may take to stop at a window boundary
   // before it is killed.

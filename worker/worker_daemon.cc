@@ -28,8 +28,7 @@ StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(WorkerOptions option
   SupervisorOptions supervisor;
   supervisor.trainer_binary = options.inventory.trainer_binary;
   supervisor.work_dir = options.work_dir;
-  supervisor.intra_op_threads =
-      options.intra_op_threads > 0 ? options.intra_op_threads : devices->front().cores();
+  supervisor.intra_op_threads = options.intra_op_threads;
   supervisor.blas_threads = options.blas_threads;
   supervisor.cancel_grace_ms = options.cancel_grace_ms;
 

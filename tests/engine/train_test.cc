@@ -152,3 +152,22 @@ TEST(Train, StopsAtAWindowBoundaryWhenAsked) {
 
 }  // namespace
 }  // namespace accumulus::engine
+
+namespace accumulus::engine {
+namespace {
+
+TEST(Train, RejectsADeviceItCannotUse) {
+  RecordingSink sink;
+  TrainConfig config = SmallConfig(8, 4, "sgd");
+  config.device = "abacus:0";
+  EXPECT_EQ(engine::Train(config, &sink).code(), StatusCode::kInvalidArgument);
+  if (!torch::cuda::is_available()) {
+    config.device = "cuda:0";
+    const Status status = engine::Train(config, &sink);
+    EXPECT_EQ(status.code(), StatusCode::kFailedPrecondition) << status.ToString();
+  }
+  EXPECT_TRUE(sink.steps.empty());
+}
+
+}  // namespace
+}  // namespace accumulus::engine

@@ -8,8 +8,8 @@
 #include "common/step_plan.h"
 #include "worker/engine/dataset.h"
 #include "worker/engine/model_factory.h"
+#include "worker/engine/memory_meter.h"
 #include "worker/engine/sample_order.h"
-#include "worker/engine/tracking_allocator.h"
 #include "worker/engine/window_accumulator.h"
 
 namespace accumulus::engine {
@@ -29,18 +29,36 @@ int64_t CountParameters(const torch::nn::Module& module) {
   return n;
 }
 
-Status TrainOrThrow(const TrainConfig& config, EventSink* sink, const TrainOptions& options) {
-  if (config.device != "cpu") {
-    return Status::Unimplemented("device \"" + config.device +
-                                 "\": this build of the engine trains on the CPU only");
+StatusOr<torch::Device> ParseDevice(const std::string& name) {
+  try {
+    torch::Device device(name);
+    if (device.is_cuda() && !torch::cuda::is_available()) {
+      return Status::FailedPrecondition("device \"" + name + "\": LibTorch sees no CUDA device");
+    }
+    return device;
+  } catch (const c10::Error&) {
+    return Status::InvalidArgument("device \"" + name + "\" is not a device (\"cpu\", \"cuda:0\")");
   }
-  TrackingCpuAllocator* memory = TrackingCpuAllocator::Install();
+}
+
+Batch ToDevice(Batch batch, const torch::Device& device) {
+  if (device.is_cpu()) return batch;
+  return {batch.inputs.to(device, /*non_blocking=*/true),
+          batch.targets.to(device, /*non_blocking=*/true)};
+}
+
+Status TrainOrThrow(const TrainConfig& config, EventSink* sink, const TrainOptions& options) {
+  StatusOr<torch::Device> device = ParseDevice(config.device);
+  if (!device.ok()) return device.status();
+  StatusOr<std::unique_ptr<MemoryMeter>> memory = MakeMemoryMeter(*device);
+  if (!memory.ok()) return memory.status();
 
   SyntheticDataset data(config.data);
   torch::manual_seed(config.seed);
   StatusOr<BuiltModel> model =
       BuildModel(config.model, config.data.features, config.data.outputs);
   if (!model.ok()) return model.status();
+  model->module->to(*device);
   std::vector<torch::Tensor> parameters = model->module->parameters();
   StatusOr<std::unique_ptr<torch::optim::Optimizer>> optimizer =
       BuildOptimizer(config.optimizer, parameters);
@@ -70,11 +88,11 @@ Status TrainOrThrow(const TrainConfig& config, EventSink* sink, const TrainOptio
                                  std::to_string(step));
       }
       const auto start = Clock::now();
-      memory->ResetPeak();
+      (*memory)->ResetPeak();
       const WindowRange range = WindowOf(samples, config.global_batch, w);
       for (const WindowRange& micro : MicroBatchesOf(range, config.micro_batch,
                                                      config.accumulation_steps, config.rank)) {
-        window.AddMicroBatch(data.Gather(IndexTensor(order, micro)));
+        window.AddMicroBatch(ToDevice(data.Gather(IndexTensor(order, micro)), *device));
       }
       const WindowResult result = window.FinishWindow();
       (*optimizer)->step();
@@ -96,15 +114,17 @@ Status TrainOrThrow(const TrainConfig& config, EventSink* sink, const TrainOptio
       report.clipped = result.clipped;
       report.step_seconds = seconds;
       report.samples_per_second = seconds > 0 ? static_cast<double>(result.samples) / seconds : 0;
-      report.tensor_bytes = memory->current_bytes();
-      report.tensor_peak_bytes = memory->peak_bytes();
+      report.tensor_bytes = (*memory)->current_bytes();
+      report.tensor_peak_bytes = (*memory)->peak_bytes();
       report.steps_total = plan.steps_total;
       sink->OnStep(report);
     }
   }
   if (options.final_parameters != nullptr) {
     options.final_parameters->clear();
-    for (const auto& p : parameters) options.final_parameters->push_back(p.detach().clone());
+    for (const auto& p : parameters) {
+      options.final_parameters->push_back(p.detach().to(torch::kCPU, /*non_blocking=*/false, /*copy=*/true));
+    }
   }
   return Status::Ok();
 }

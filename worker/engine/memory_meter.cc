@@ -1,0 +1,52 @@
+#include "worker/engine/memory_meter.h"
+
+#include "worker/engine/tracking_allocator.h"
+
+#ifdef ACCUMULUS_WITH_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#endif
+
+namespace accumulus::engine {
+namespace {
+
+class CpuMemoryMeter final : public MemoryMeter {
+ public:
+  CpuMemoryMeter() : allocator_(TrackingCpuAllocator::Install()) {}
+  int64_t current_bytes() const override { return allocator_->current_bytes(); }
+  int64_t peak_bytes() const override { return allocator_->peak_bytes(); }
+  void ResetPeak() override { allocator_->ResetPeak(); }
+
+ private:
+  TrackingCpuAllocator* allocator_;
+};
+
+#ifdef ACCUMULUS_WITH_CUDA
+class CudaMemoryMeter final : public MemoryMeter {
+ public:
+  explicit CudaMemoryMeter(int device) : device_(device) {}
+  int64_t current_bytes() const override { return Stat().current; }
+  int64_t peak_bytes() const override { return Stat().peak; }
+  void ResetPeak() override { c10::cuda::CUDACachingAllocator::resetPeakStats(device_); }
+
+ private:
+  c10::cuda::CUDACachingAllocator::Stat Stat() const {
+    using c10::cuda::CUDACachingAllocator::StatType;
+    return c10::cuda::CUDACachingAllocator::getDeviceStats(device_)
+        .allocated_bytes[static_cast<size_t>(StatType::AGGREGATE)];
+  }
+  int device_;
+};
+#endif
+
+}  // namespace
+
+StatusOr<std::unique_ptr<MemoryMeter>> MakeMemoryMeter(const torch::Device& device) {
+  if (device.is_cpu()) return std::unique_ptr<MemoryMeter>(new CpuMemoryMeter());
+#ifdef ACCUMULUS_WITH_CUDA
+  if (device.is_cuda()) return std::unique_ptr<MemoryMeter>(new CudaMemoryMeter(device.index()));
+#endif
+  return Status::Unimplemented("device \"" + device.str() +
+                               "\": this build has no memory statistics for it (CPU-only LibTorch)");
+}
+
+}  // namespace accumulus::engine

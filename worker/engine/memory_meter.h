@@ -1,0 +1,27 @@
+// Tensor memory of the device a rank trains on: bytes held now and the peak
+// since the last ResetPeak. CPU: the counting allocator; CUDA: the caching
+// allocator's statistics (torch.cuda.memory_allocated / max_memory_allocated).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include <torch/types.h>
+
+#include "common/status.h"
+
+namespace accumulus::engine {
+
+class MemoryMeter {
+ public:
+  virtual ~MemoryMeter() = default;
+  virtual int64_t current_bytes() const = 0;
+  virtual int64_t peak_bytes() const = 0;
+  // Starts a new peak from the current level (called at each window start).
+  virtual void ResetPeak() = 0;
+};
+
+// UNIMPLEMENTED for a CUDA device when this build has no CUDA LibTorch.
+StatusOr<std::unique_ptr<MemoryMeter>> MakeMemoryMeter(const torch::Device& device);
+
+}  // namespace accumulus::engine
