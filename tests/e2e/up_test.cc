@@ -1,0 +1,60 @@
+// `accumulus up`: a local controller and worker that run a job and stop
+// cleanly on Ctrl-C.
+#include <signal.h>
+
+#include <gtest/gtest.h>
+
+#include <regex>
+
+#include "tests/support/test_cluster.h"
+
+namespace accumulus::testing {
+namespace {
+
+TEST(Up, RunsAJobAndStopsEverythingOnInterrupt) {
+  char pattern[] = "/tmp/accumulus-up-XXXXXX";
+  ASSERT_NE(mkdtemp(pattern), nullptr);
+  const std::string dir = pattern;
+
+  SpawnOptions options;
+  options.argv = {BinaryDir() + "/accumulus", "up", "--data-dir", dir + "/data", "--port", "0",
+                  "--metrics-port", "0"};
+  options.capture_stdout = true;
+  options.log_path = dir + "/up.stderr";
+  auto up = Subprocess::Spawn(options);
+  ASSERT_TRUE(up.ok()) << up.status().ToString();
+  std::string line;
+  ASSERT_TRUE((*up)->ReadLine(&line));
+  std::smatch match;
+  ASSERT_TRUE(std::regex_search(line, match, std::regex(R"(controller (127\.0\.0\.1:\d+))")))
+      << line;
+  const std::string address = match[1];
+
+  // The job can only succeed once the worker registered and ran it.
+  SpawnOptions submit;
+  submit.argv = {BinaryDir() + "/accumulus", "--controller", address, "submit",
+                 std::string(ACCUMULUS_SOURCE_DIR) + "/examples/jobs/short-last-window.yaml",
+                 "--watch"};
+  submit.capture_stdout = true;
+  submit.log_path = dir + "/submit.stderr";
+  auto job = Subprocess::Spawn(submit);
+  ASSERT_TRUE(job.ok());
+  while ((*job)->ReadLine(&line)) {
+  }
+  EXPECT_EQ((*job)->Wait().exit_code, 0);
+
+  (*up)->Signal(SIGINT);
+  EXPECT_EQ((*up)->Wait().exit_code, 0);
+
+  // Nothing listens there any more.
+  SpawnOptions list;
+  list.argv = {BinaryDir() + "/accumulus", "--controller", address, "--timeout", "1", "list"};
+  list.log_path = dir + "/list.stderr";
+  auto after = Subprocess::Spawn(list);
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ((*after)->Wait().exit_code, 1);
+  (void)!system(("rm -rf '" + dir + "'").c_str());
+}
+
+}  // namespace
+}  // namespace accumulus::testing
