@@ -140,6 +140,8 @@ StatusOr<v1::JobSpec> NormalizeJobSpec(const v1::JobSpec& input) {
       NotNegative("epochs", static_cast<double>(spec.epochs())),
       NotNegative("threads.intra_op", spec.threads().intra_op()),
       NotNegative("threads.blas", spec.threads().blas()),
+      NotNegative("collective_timeout_seconds", spec.collective_timeout_seconds()),
+      NotNegative("bucket_megabytes", spec.bucket_megabytes()),
   });
   if (!s.ok()) return s;
   if (spec.devices() < 0) {

@@ -33,6 +33,10 @@ struct StepReport {
   int64_t tensor_bytes = 0;
   int64_t tensor_peak_bytes = 0;
   int64_t steps_total = 0;
+  // This rank's gradient synchronization in this window.
+  int64_t allreduce_calls = 0;
+  int64_t allreduce_bytes = 0;
+  double comm_seconds = 0;
 };
 
 enum class LogLevel { kInfo, kWarning, kError };

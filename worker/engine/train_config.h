@@ -58,6 +58,16 @@ struct TrainConfig {
   uint64_t seed = 0;
   Normalization normalization = Normalization::kExact;
   std::string device = "cpu";
+  // Rank 0 writes the final parameters here (empty: nowhere).
+  std::string output_path;
+
+  // Data-parallel jobs (world_size > 1): rendezvous at rank 0's store, this
+  // rank's address for collectives, and the all-reduce's settings.
+  std::string rendezvous_host;
+  int rendezvous_port = 0;
+  std::string local_address = "127.0.0.1";
+  int64_t collective_timeout_ms = 300000;
+  int64_t bucket_bytes = 25 * 1024 * 1024;
 };
 
 }  // namespace accumulus::engine

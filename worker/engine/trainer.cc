@@ -9,7 +9,9 @@
 #include "worker/engine/dataset.h"
 #include "worker/engine/model_factory.h"
 #include "worker/engine/memory_meter.h"
+#include "worker/engine/process_group_sync.h"
 #include "worker/engine/sample_order.h"
+#include "worker/engine/state_dict.h"
 #include "worker/engine/window_accumulator.h"
 
 namespace accumulus::engine {
@@ -60,6 +62,23 @@ Status TrainOrThrow(const TrainConfig& config, EventSink* sink, const TrainOptio
   if (!model.ok()) return model.status();
   model->module->to(*device);
   std::vector<torch::Tensor> parameters = model->module->parameters();
+
+  std::unique_ptr<GradientSync> sync;
+  if (config.world_size > 1) {
+    ProcessGroupConfig group;
+    group.rank = config.rank;
+    group.world_size = config.world_size;
+    group.rendezvous_host = config.rendezvous_host;
+    group.rendezvous_port = config.rendezvous_port;
+    group.local_address = config.local_address;
+    group.timeout = std::chrono::milliseconds(config.collective_timeout_ms);
+    group.bucket_bytes = config.bucket_bytes;
+    StatusOr<std::unique_ptr<GradientSync>> connected = ConnectProcessGroup(group);
+    if (!connected.ok()) return connected.status();
+    sync = std::move(*connected);
+    // Every rank starts from rank 0's parameters, whatever its RNG did.
+    sync->Broadcast(parameters);
+  }
   StatusOr<std::unique_ptr<torch::optim::Optimizer>> optimizer =
       BuildOptimizer(config.optimizer, parameters);
   if (!optimizer.ok()) return optimizer.status();
@@ -67,7 +86,7 @@ Status TrainOrThrow(const TrainConfig& config, EventSink* sink, const TrainOptio
   const LossKind loss = config.data.task == "classification" ? LossKind::kCrossEntropy
                                                               : LossKind::kMeanSquaredError;
   WindowAccumulator window(parameters, model->forward, loss, config.normalization,
-                           config.accumulation_steps, config.max_grad_norm);
+                           config.accumulation_steps, config.max_grad_norm, sync.get());
 
   const int64_t samples = data.size();
   const StepPlan plan = PlanSteps(samples, config.global_batch, config.epochs, config.max_steps);
@@ -117,8 +136,17 @@ Status TrainOrThrow(const TrainConfig& config, EventSink* sink, const TrainOptio
       report.tensor_bytes = (*memory)->current_bytes();
       report.tensor_peak_bytes = (*memory)->peak_bytes();
       report.steps_total = plan.steps_total;
+      report.allreduce_calls = result.sync.allreduce_calls;
+      report.allreduce_bytes = result.sync.bytes;
+      report.comm_seconds = result.sync.seconds;
       sink->OnStep(report);
     }
+  }
+  if (config.rank == 0 && !config.output_path.empty()) {
+    if (Status saved = SaveStateDict(*model->module, config.output_path); !saved.ok()) {
+      return saved;
+    }
+    sink->OnLog(LogLevel::kInfo, "final parameters written to " + config.output_path);
   }
   if (options.final_parameters != nullptr) {
     options.final_parameters->clear();

@@ -4,13 +4,15 @@ namespace accumulus::engine {
 
 WindowAccumulator::WindowAccumulator(std::vector<torch::Tensor> parameters, Forward forward,
                                      LossKind loss, Normalization normalization,
-                                     int64_t nominal_microbatches, double max_grad_norm)
+                                     int64_t nominal_microbatches, double max_grad_norm,
+                                     GradientSync* sync)
     : parameters_(std::move(parameters)),
       forward_(std::move(forward)),
       loss_(loss),
       normalization_(normalization),
       nominal_microbatches_(nominal_microbatches),
-      max_grad_norm_(max_grad_norm) {}
+      max_grad_norm_(max_grad_norm),
+      sync_(sync) {}
 
 void WindowAccumulator::AddMicroBatch(const Batch& batch) {
   const LossSum loss = SumLoss(loss_, forward_(batch.inputs), batch.targets);
@@ -28,15 +30,27 @@ void WindowAccumulator::AddMicroBatch(const Batch& batch) {
 WindowResult WindowAccumulator::FinishWindow() {
   WindowResult result;
   result.microbatches = microbatches_;
-  result.samples = samples_;
-  result.loss_items = items_;
-  result.loss = loss_sum_.defined() ? loss_sum_.item<double>() / static_cast<double>(items_) : 0;
+  // The window's counts travel with the gradients: float64 holds integer
+  // counts exactly up to 2^53.
+  torch::Tensor counters = torch::tensor(
+      {loss_sum_.defined() ? loss_sum_.item<double>() : 0.0, static_cast<double>(items_),
+       static_cast<double>(samples_)},
+      torch::kFloat64);
+  if (sync_ != nullptr) sync_->AllReduce(parameters_, counters, &result.sync);
+  const auto global = counters.accessor<double, 1>();
+  result.loss_items = static_cast<int64_t>(global[1]);
+  result.samples = static_cast<int64_t>(global[2]);
+  result.loss = result.loss_items > 0 ? global[0] / global[1] : 0;
 
   torch::NoGradGuard no_grad;
-  if (normalization_ == Normalization::kExact && items_ > 0) {
-    const double items = static_cast<double>(items_);
+  // exact: the gradient of the mean over all the window's items. The
+  // tutorial mode averages over ranks instead, as DDP does.
+  const double divisor = normalization_ == Normalization::kExact
+                             ? global[1]
+                             : static_cast<double>(sync_ ? sync_->world_size() : 1);
+  if (divisor > 0 && divisor != 1.0) {
     for (auto& p : parameters_) {
-      if (p.grad().defined()) p.grad().div_(items);
+      if (p.grad().defined()) p.grad().div_(divisor);
     }
   }
   result.grad_norm = GradientNorm(parameters_);

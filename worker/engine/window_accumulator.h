@@ -14,18 +14,20 @@
 #include <torch/torch.h>
 
 #include "worker/engine/dataset.h"
+#include "worker/engine/gradient_sync.h"
 #include "worker/engine/loss.h"
 #include "worker/engine/train_config.h"
 
 namespace accumulus::engine {
 
 struct WindowResult {
-  int64_t microbatches = 0;
-  int64_t samples = 0;
-  int64_t loss_items = 0;
-  double loss = 0;       // mean over the window's items
-  double grad_norm = 0;  // total L2 norm after normalization, before clipping
+  int64_t microbatches = 0;  // this rank's
+  int64_t samples = 0;       // all ranks'
+  int64_t loss_items = 0;    // all ranks'
+  double loss = 0;           // mean over all ranks' items of the window
+  double grad_norm = 0;      // total L2 norm after normalization, before clipping
   bool clipped = false;
+  SyncStats sync;            // this rank's all-reduce work
 };
 
 class WindowAccumulator {
@@ -33,16 +35,18 @@ class WindowAccumulator {
   using Forward = std::function<torch::Tensor(const torch::Tensor&)>;
 
   // `nominal_microbatches` is k, used only by kPerMicrobatchMean (which, as
-  // the tutorials do, divides by k even in a short window).
+  // the tutorials do, divides by k even in a short window). `sync` joins the
+  // ranks of a data-parallel job (null for one rank; not owned).
   WindowAccumulator(std::vector<torch::Tensor> parameters, Forward forward, LossKind loss,
                     Normalization normalization, int64_t nominal_microbatches,
-                    double max_grad_norm);
+                    double max_grad_norm, GradientSync* sync = nullptr);
 
   // Forward and backward of one micro-batch. No communication, no division.
   void AddMicroBatch(const Batch& batch);
 
-  // Ends the window: normalizes the summed gradients, measures their norm,
-  // clips once if a max norm is set, and resets the window's counters. The
+  // Ends the window: sums gradients and counts across ranks (one all-reduce
+  // pass), normalizes by the global item count, measures the norm, clips
+  // once if a max norm is set, and resets the window's counters. The
   // gradients stay in .grad for the optimizer.
   WindowResult FinishWindow();
 
@@ -53,6 +57,7 @@ class WindowAccumulator {
   Normalization normalization_;
   int64_t nominal_microbatches_;
   double max_grad_norm_;
+  GradientSync* sync_;
 
   // The current window.
   int64_t microbatches_ = 0;

@@ -48,6 +48,9 @@ void ProtoEventSink::OnStep(const engine::StepReport& r) {
   s->set_tensor_peak_bytes(r.tensor_peak_bytes);
   s->set_rank(runtime_.rank());
   s->set_steps_total(r.steps_total);
+  s->set_allreduce_calls(r.allreduce_calls);
+  s->set_allreduce_bytes(r.allreduce_bytes);
+  s->set_comm_seconds(r.comm_seconds);
   Write(message);
 }
 

@@ -42,6 +42,20 @@ StatusOr<engine::TrainConfig> ToTrainConfig(const v1::TrainerTask& task) {
                         ? engine::Normalization::kPerMicrobatchMean
                         : engine::Normalization::kExact;
   c.device = task.device().empty() ? "cpu" : task.device();
+  c.output_path = spec.output();
+  c.rendezvous_host = task.rendezvous_host();
+  c.rendezvous_port = task.rendezvous_port();
+  if (!task.local_address().empty()) c.local_address = task.local_address();
+  if (spec.collective_timeout_seconds() > 0) {
+    c.collective_timeout_ms = int64_t{1000} * spec.collective_timeout_seconds();
+  }
+  if (spec.bucket_megabytes() > 0) {
+    c.bucket_bytes = static_cast<int64_t>(spec.bucket_megabytes() * 1024 * 1024);
+  }
+  if (c.world_size > 1 && (c.rendezvous_host.empty() || c.rendezvous_port <= 0)) {
+    return Status::InvalidArgument("rank " + std::to_string(c.rank) + " of " +
+                                   std::to_string(c.world_size) + " has no rendezvous address");
+  }
   return c;
 }
 

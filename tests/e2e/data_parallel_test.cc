@@ -1,0 +1,198 @@
+// Data-parallel trainers (separate processes, c10d Gloo on loopback): the
+// same parameters as one rank with the same global batch, one all-reduce
+// pass per window, and no hang when a rank dies.
+#include <signal.h>
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <thread>
+
+#include "tests/support/free_port.h"
+#include "tests/support/test_cluster.h"
+#include "worker/engine/state_dict.h"
+#include "worker/trainer_process.h"
+
+namespace accumulus::testing {
+namespace {
+
+struct RankRun {
+  std::vector<v1::StepMetrics> steps;
+  v1::TrainerExit exit;
+  Subprocess::ExitInfo process;
+};
+
+class DataParallelTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/accumulus-dp-XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override { (void)!system(("rm -rf '" + dir_ + "'").c_str()); }
+
+  v1::JobSpec Spec(int64_t micro, int64_t accumulation, int devices, const std::string& optimizer) {
+    v1::JobSpec spec;
+    spec.mutable_model()->set_kind("mlp");
+    spec.mutable_model()->add_hidden(16);
+    spec.mutable_data()->set_samples(100);  // windows of 32: three full, one of 4
+    spec.mutable_data()->set_features(6);
+    spec.mutable_data()->set_outputs(3);
+    spec.set_micro_batch(micro);
+    spec.set_accumulation_steps(accumulation);
+    spec.set_devices(devices);
+    spec.mutable_optimizer()->set_kind(optimizer);
+    spec.mutable_optimizer()->set_lr(optimizer == "sgd" ? 0.1 : 0.01);
+    if (optimizer == "sgd") spec.mutable_optimizer()->set_momentum(0.9);
+    spec.mutable_optimizer()->set_weight_decay(0.01);
+    spec.set_epochs(2);
+    spec.set_seed(21);
+    spec.set_collective_timeout_seconds(20);
+    spec.set_output(dir_ + "/out-" + std::to_string(++runs_) + ".pt");
+    return spec;
+  }
+
+  // Runs every rank of `spec` as its own trainer process; `on_step` may
+  // act on a rank's step reports as they arrive.
+  std::vector<RankRun> Run(const v1::JobSpec& spec,
+                           std::function<void(int rank, worker::TrainerProcess*)> on_step = {}) {
+    const int world = spec.devices();
+    const int port = FreeLoopbackPort();
+    std::vector<std::unique_ptr<worker::TrainerProcess>> trainers;
+    for (int rank = 0; rank < world; ++rank) {
+      v1::TrainerTask task;
+      task.set_job_id("dp");
+      *task.mutable_spec() = spec;
+      task.mutable_batch()->set_micro_batch(spec.micro_batch());
+      task.set_rank(rank);
+      task.set_world_size(world);
+      task.set_intra_op_threads(1);
+      task.set_blas_threads(1);
+      task.set_device("cpu");
+      task.set_rendezvous_host("127.0.0.1");
+      task.set_rendezvous_port(port);
+      task.set_local_address("127.0.0.1");
+      worker::TrainerProcess::Options options;
+      options.binary = BinaryDir() + "/accumulus-trainer";
+      options.log_path = dir_ + "/rank-" + std::to_string(rank) + ".log";
+      auto trainer = worker::TrainerProcess::Spawn(options, task);
+      EXPECT_TRUE(trainer.ok()) << trainer.status().ToString();
+      trainers.push_back(std::move(*trainer));
+    }
+    std::vector<RankRun> runs(static_cast<size_t>(world));
+    std::vector<std::thread> readers;
+    for (int rank = 0; rank < world; ++rank) {
+      readers.emplace_back([&, rank] {
+        RankRun& run = runs[static_cast<size_t>(rank)];
+        worker::TrainerProcess* trainer = trainers[static_cast<size_t>(rank)].get();
+        (void)trainer->ReadMessages([&](const v1::TrainerMessage& m) {
+          if (m.has_event() && m.event().has_step()) {
+            run.steps.push_back(m.event().step());
+            if (on_step) on_step(rank, trainer);
+          }
+          if (m.has_exit()) run.exit = m.exit();
+        });
+        run.process = trainer->Wait();
+      });
+    }
+    for (auto& t : readers) t.join();
+    return runs;
+  }
+
+  std::vector<torch::Tensor> Output(const v1::JobSpec& spec) {
+    auto dict = engine::LoadStateDict(spec.output());
+    EXPECT_TRUE(dict.ok()) << dict.status().ToString();
+    std::vector<torch::Tensor> out;
+    if (dict.ok()) {
+      for (auto& [name, tensor] : *dict) out.push_back(tensor);
+    }
+    return out;
+  }
+
+  static double MaxRelativeDifference(const std::vector<torch::Tensor>& a,
+                                      const std::vector<torch::Tensor>& b) {
+    EXPECT_EQ(a.size(), b.size());
+    double worst = 0;
+    for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+      const double scale = std::max(b[i].abs().max().item<double>(), 1e-12);
+      worst = std::max(worst, (a[i] - b[i]).abs().max().item<double>() / scale);
+    }
+    return worst;
+  }
+
+  std::string dir_;
+  int runs_ = 0;
+};
+
+class DataParallelEquivalence : public DataParallelTest,
+                                public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(DataParallelEquivalence, TwoRanksMatchOneRankWithTheSameGlobalBatch) {
+  const v1::JobSpec two_ranks = Spec(4, 4, 2, GetParam());      // 4 × 4 × 2 = 32
+  const v1::JobSpec double_micro = Spec(8, 4, 1, GetParam());   // 8 × 4 × 1 = 32
+  const v1::JobSpec one_batch = Spec(32, 1, 1, GetParam());     // 32 × 1 × 1
+  for (const v1::JobSpec* spec : {&two_ranks, &double_micro, &one_batch}) {
+    for (const RankRun& rank : Run(*spec)) {
+      ASSERT_EQ(rank.exit.state(), v1::JOB_STATE_SUCCEEDED) << rank.exit.reason();
+    }
+  }
+  const auto reference = Output(one_batch);
+  EXPECT_LE(MaxRelativeDifference(Output(two_ranks), reference), 1e-5);
+  EXPECT_LE(MaxRelativeDifference(Output(double_micro), reference), 1e-5);
+}
+
+INSTANTIATE_TEST_SUITE_P(Optimizers, DataParallelEquivalence, ::testing::Values("sgd", "adamw"));
+
+TEST_F(DataParallelTest, ReportsGlobalCountsAndLossOnEveryRank) {
+  const std::vector<RankRun> ranks = Run(Spec(4, 4, 2, "sgd"));
+  const std::vector<RankRun> single = Run(Spec(32, 1, 1, "sgd"));
+  ASSERT_EQ(ranks[0].steps.size(), 8u);
+  for (size_t i = 0; i < 8; ++i) {
+    const bool short_window = i % 4 == 3;  // 4 samples: all on rank 0
+    for (const RankRun& r : ranks) {
+      EXPECT_EQ(r.steps[i].samples(), short_window ? 4 : 32);
+      EXPECT_NEAR(r.steps[i].loss(), single[0].steps[i].loss(), 1e-5);
+    }
+    EXPECT_EQ(ranks[1].steps[i].microbatches(), short_window ? 0 : 4);
+  }
+}
+
+TEST_F(DataParallelTest, OneAllReducePassPerWindowWhateverTheAccumulation) {
+  v1::JobSpec few = Spec(4, 1, 2, "sgd");
+  v1::JobSpec many = Spec(4, 8, 2, "sgd");
+  const std::vector<RankRun> k1 = Run(few);
+  const std::vector<RankRun> k8 = Run(many);
+  ASSERT_FALSE(k8[0].steps.empty());
+  // One bucket (the model is far below 25 MB) plus the window's counters.
+  for (const auto* run : {&k1, &k8}) {
+    for (const RankRun& rank : *run) {
+      for (const v1::StepMetrics& step : rank.steps) {
+        EXPECT_EQ(step.allreduce_calls(), 2) << "step " << step.step();
+        EXPECT_GT(step.allreduce_bytes(), 0);
+      }
+    }
+  }
+}
+
+TEST_F(DataParallelTest, SmallBucketsSplitTheReduceButNotPerMicroBatch) {
+  v1::JobSpec spec = Spec(4, 8, 2, "sgd");
+  spec.set_bucket_megabytes(100.0 / (1024 * 1024));  // 100 bytes: one gradient per bucket
+  const std::vector<RankRun> ranks = Run(spec);
+  // mlp 6-16-3: four parameter tensors, each its own bucket, plus counters.
+  for (const v1::StepMetrics& step : ranks[0].steps) EXPECT_EQ(step.allreduce_calls(), 5);
+}
+
+TEST_F(DataParallelTest, ARankThatDiesFailsTheOtherWithinTheCollectiveTimeout) {
+  v1::JobSpec spec = Spec(4, 4, 2, "sgd");
+  spec.set_epochs(100000);
+  spec.set_collective_timeout_seconds(3);
+  const std::vector<RankRun> ranks = Run(spec, [](int rank, worker::TrainerProcess* trainer) {
+    if (rank == 1) trainer->Signal(SIGKILL);
+  });
+  EXPECT_EQ(ranks[1].process.signal, SIGKILL);
+  EXPECT_EQ(ranks[0].exit.state(), v1::JOB_STATE_FAILED);
+  EXPECT_FALSE(ranks[0].exit.reason().empty());
+}
+
+}  // namespace
+}  // namespace accumulus::testing

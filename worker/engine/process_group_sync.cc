@@ -1,0 +1,130 @@
+#include "worker/engine/process_group_sync.h"
+
+#include <chrono>
+
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <torch/torch.h>
+
+namespace accumulus::engine {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+class ProcessGroupSync final : public GradientSync {
+ public:
+  ProcessGroupSync(c10::intrusive_ptr<c10d::ProcessGroup> group, int rank, int world_size,
+                   int64_t bucket_bytes)
+      : group_(std::move(group)),
+        rank_(rank),
+        world_size_(world_size),
+        bucket_bytes_(bucket_bytes) {}
+
+  int rank() const override { return rank_; }
+  int world_size() const override { return world_size_; }
+
+  void AllReduce(const std::vector<torch::Tensor>& parameters, torch::Tensor& counters,
+                 SyncStats* stats) override {
+    const auto start = Clock::now();
+    torch::NoGradGuard no_grad;
+    std::vector<torch::Tensor> grads;
+    for (const auto& p : parameters) {
+      if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+      grads.push_back(p.grad());
+    }
+    // Buckets of consecutive gradients of one dtype and device, up to
+    // bucket_bytes each (a gradient larger than that is a bucket alone).
+    size_t begin = 0;
+    while (begin < grads.size()) {
+      size_t end = begin;
+      int64_t bytes = 0;
+      while (end < grads.size() &&
+             (end == begin || (bytes + Bytes(grads[end]) <= bucket_bytes_ &&
+                               grads[end].scalar_type() == grads[begin].scalar_type() &&
+                               grads[end].device() == grads[begin].device()))) {
+        bytes += Bytes(grads[end]);
+        ++end;
+      }
+      ReduceBucket(grads, begin, end, stats);
+      begin = end;
+    }
+    std::vector<torch::Tensor> counter_list{counters};
+    Run(counter_list, stats);
+    stats->seconds += std::chrono::duration<double>(Clock::now() - start).count();
+  }
+
+  void Broadcast(const std::vector<torch::Tensor>& tensors) override {
+    torch::NoGradGuard no_grad;
+    for (const auto& t : tensors) {
+      std::vector<torch::Tensor> one{t.detach()};
+      group_->broadcast(one)->wait();
+    }
+  }
+
+ private:
+  static int64_t Bytes(const torch::Tensor& t) {
+    return t.numel() * static_cast<int64_t>(t.element_size());
+  }
+
+  void ReduceBucket(const std::vector<torch::Tensor>& grads, size_t begin, size_t end,
+                    SyncStats* stats) {
+    std::vector<torch::Tensor> flat_parts;
+    for (size_t i = begin; i < end; ++i) flat_parts.push_back(grads[i].reshape({-1}));
+    std::vector<torch::Tensor> bucket{end - begin == 1 ? grads[begin] : torch::cat(flat_parts)};
+    Run(bucket, stats);
+    if (end - begin == 1) return;  // reduced in place
+    int64_t offset = 0;
+    for (size_t i = begin; i < end; ++i) {
+      const int64_t n = grads[i].numel();
+      grads[i].copy_(bucket[0].narrow(0, offset, n).view_as(grads[i]));
+      offset += n;
+    }
+  }
+
+  void Run(std::vector<torch::Tensor>& tensors, SyncStats* stats) {
+    group_->allreduce(tensors)->wait();
+    ++stats->allreduce_calls;
+    stats->bytes += Bytes(tensors[0]);
+  }
+
+  c10::intrusive_ptr<c10d::ProcessGroup> group_;
+  const int rank_;
+  const int world_size_;
+  const int64_t bucket_bytes_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<GradientSync>> ConnectProcessGroup(const ProcessGroupConfig& config) {
+  try {
+    c10d::TCPStoreOptions store_options;
+    store_options.port = static_cast<std::uint16_t>(config.rendezvous_port);
+    store_options.isServer = config.rank == 0;
+    store_options.numWorkers = static_cast<size_t>(config.world_size);
+    store_options.waitWorkers = true;
+    store_options.timeout = config.timeout;
+    auto store = c10::make_intrusive<c10d::TCPStore>(config.rendezvous_host, store_options);
+
+    auto options = c10d::ProcessGroupGloo::Options::create(config.timeout);
+    options->devices.push_back(
+        c10d::ProcessGroupGloo::createDeviceForHostname(config.local_address));
+    options->threads = 1;
+    auto group = c10::make_intrusive<c10d::ProcessGroupGloo>(store, config.rank,
+                                                             config.world_size, options);
+    return std::unique_ptr<GradientSync>(
+        new ProcessGroupSync(group, config.rank, config.world_size, config.bucket_bytes));
+  } catch (const c10::Error& e) {
+    return Status::Unavailable("rank " + std::to_string(config.rank) + " of " +
+                               std::to_string(config.world_size) + ": rendezvous at " +
+                               config.rendezvous_host + ":" +
+                               std::to_string(config.rendezvous_port) +
+                               " failed: " + e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    return Status::Unavailable("rank " + std::to_string(config.rank) + " of " +
+                               std::to_string(config.world_size) + ": rendezvous at " +
+                               config.rendezvous_host + ":" +
+                               std::to_string(config.rendezvous_port) + " failed: " + e.what());
+  }
+}
+
+}  // namespace accumulus::engine
