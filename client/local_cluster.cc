@@ -48,7 +48,8 @@ StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(const LocalClusterOp
   SpawnOptions worker;
   worker.argv = {SiblingExecutable("accumulus-worker"), "--controller",
                  cluster->controller_address(), "--work-dir", (dir / "worker").string(),
-                 "--worker-id", "local-worker", "--cpu-slots", std::to_string(options.cpu_slots)};
+                 "--worker-id", "local-worker", "--cpu-slots", std::to_string(options.cpu_slots),
+                 "--advertise-address", options.listen_host};
   worker.log_path = cluster->worker_log_;
   auto w = Subprocess::Spawn(worker);
   if (!w.ok()) return w.status();

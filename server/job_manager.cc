@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/job_spec.h"
+#include "server/placement.h"
 
 namespace accumulus::server {
 namespace {
@@ -33,6 +34,8 @@ v1::JobEvent StateEvent(v1::JobState state, const std::string& reason,
   return event;
 }
 
+std::string DeviceName(const v1::Device& d) { return d.kind() + ":" + std::to_string(d.index()); }
+
 }  // namespace
 
 int32_t JobManager::WorkerRecord::free_slots() const {
@@ -45,11 +48,6 @@ StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& input) {
   if (!batch.ok()) {
     metrics_->jobs_rejected->Increment();
     return batch.status();
-  }
-  if (batch->devices() > 1) {
-    metrics_->jobs_rejected->Increment();
-    return Status::Unimplemented("devices " + std::to_string(batch->devices()) +
-                                 ": data-parallel jobs (devices > 1) are not supported yet");
   }
   Touched touched;
   v1::Job job;
@@ -65,7 +63,9 @@ StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& input) {
     record.job.set_steps_total(TotalSteps(*spec, *batch));
     job_order_.push_back(id);
     queue_.push_back(id);
-    SetStateLocked(&record, v1::JOB_STATE_QUEUED, "waiting for a free device slot", &touched);
+    SetStateLocked(&record, v1::JOB_STATE_QUEUED,
+                   "waiting for " + std::to_string(batch->devices()) + " free device slot(s)",
+                   &touched);
     ScheduleLocked(&touched);
     job = record.job;
   }
@@ -106,15 +106,10 @@ StatusOr<v1::Job> JobManager::Cancel(const std::string& job_id, const std::strin
     if (state == v1::JOB_STATE_QUEUED) {
       queue_.erase(std::remove(queue_.begin(), queue_.end(), job_id), queue_.end());
       SetStateLocked(record, v1::JOB_STATE_CANCELLED, why, &touched);
+      ScheduleLocked(&touched);  // a job behind it may fit now
     } else if (state != v1::JOB_STATE_CANCELLING) {
       SetStateLocked(record, v1::JOB_STATE_CANCELLING, why, &touched);
-      auto worker = workers_.find(record->job.worker_id());
-      if (worker != workers_.end()) {
-        v1::ControllerMessage message;
-        message.mutable_cancel()->set_job_id(job_id);
-        message.mutable_cancel()->set_reason(why);
-        worker->second.sender(message);
-      }
+      SendCancelLocked(*record, why);
     }
     job = record->job;
   }
@@ -153,12 +148,13 @@ uint64_t JobManager::WorkerConnected(const v1::Register& registration, WorkerSen
     const std::set<std::string> still_running(registration.running_job_ids().begin(),
                                               registration.running_job_ids().end());
     WorkerRecord& worker = workers_[id];
-    // Jobs of a previous session the worker no longer runs are lost.
+    // Ranks of a previous session that the worker no longer runs are lost.
     for (const std::string& job_id : std::set<std::string>(worker.jobs)) {
-      if (still_running.count(job_id) == 0) {
-        SetStateLocked(FindLocked(job_id), v1::JOB_STATE_FAILED,
-                       "worker " + id + " reconnected without the job", &touched);
-      }
+      if (still_running.count(job_id) > 0) continue;
+      JobRecord* record = FindLocked(job_id);
+      WorkerLeftJobLocked(record, id);
+      EndJobEarlyLocked(record, v1::JOB_STATE_FAILED,
+                        "worker " + id + " reconnected without the job", &touched);
     }
     worker.registration = registration;
     worker.session = session = next_session_++;
@@ -166,7 +162,7 @@ uint64_t JobManager::WorkerConnected(const v1::Register& registration, WorkerSen
     // The jobs it still runs keep their slots.
     worker.slot_jobs.assign(static_cast<size_t>(registration.devices_size()), "");
     for (const std::string& job_id : worker.jobs) {
-      for (int slot : FindLocked(job_id)->slots) {
+      for (int slot : FindLocked(job_id)->slots[id]) {
         if (slot < registration.devices_size()) worker.slot_jobs[static_cast<size_t>(slot)] = job_id;
       }
     }
@@ -188,9 +184,9 @@ void JobManager::WorkerGone(const std::string& worker_id, uint64_t session,
     if (it == workers_.end() || it->second.session != session) return;  // replaced
     for (const std::string& job_id : std::set<std::string>(it->second.jobs)) {
       JobRecord* record = FindLocked(job_id);
-      const bool cancelling = record->job.state() == v1::JOB_STATE_CANCELLING;
-      SetStateLocked(record, cancelling ? v1::JOB_STATE_CANCELLED : v1::JOB_STATE_FAILED,
-                     "worker " + worker_id + " lost: " + reason, &touched);
+      WorkerLeftJobLocked(record, worker_id);
+      EndJobEarlyLocked(record, v1::JOB_STATE_FAILED, "worker " + worker_id + " lost: " + reason,
+                        &touched);
     }
     workers_.erase(it);
     ScheduleLocked(&touched);
@@ -205,29 +201,21 @@ void JobManager::RecordEvents(const std::string& worker_id, const v1::TrainerEve
   {
     std::lock_guard<std::mutex> lock(mutex_);
     JobRecord* record = FindLocked(events.job_id());
-    if (record == nullptr || record->job.worker_id() != worker_id ||
+    if (record == nullptr || record->slots.count(worker_id) == 0 ||
         IsTerminal(record->job.state())) {
       return;  // A late event of a job that ended or moved: nothing to add to.
     }
-    const std::string& id = record->job.id();
     for (const v1::JobEvent& event : events.events()) {
-      if (event.has_step()) {
-        const v1::StepMetrics& step = event.step();
-        record->job.set_steps_done(step.step());
-        *record->job.mutable_last_step() = step;
-        metrics_->job_steps->WithLabels({id})->Increment();
-        metrics_->job_loss->WithLabels({id})->Set(step.loss());
-        metrics_->job_samples_per_second->WithLabels({id})->Set(step.samples_per_second());
-        metrics_->job_effective_batch->WithLabels({id})->Set(
-            static_cast<double>(step.effective_batch()));
-        metrics_->job_tensor_peak_bytes->WithLabels({id})->Set(
-            static_cast<double>(step.tensor_peak_bytes()));
-        metrics_->job_step_seconds->WithLabels({id})->Observe(step.step_seconds());
+      if (event.has_step() && record->job.batch().devices() > 1) {
+        MergeStepLocked(record, worker_id, event);
+      } else if (event.has_step()) {
+        RecordStepLocked(record, event);
+      } else {
+        v1::JobEvent copy = event;
+        copy.clear_sequence();
+        record->log->Append(std::move(copy), /*closes=*/false);
+        metrics_->events_total->Increment();
       }
-      v1::JobEvent copy = event;
-      copy.clear_sequence();
-      record->log->Append(std::move(copy), /*closes=*/false);
-      metrics_->events_total->Increment();
     }
     touched.push_back(record->log);
   }
@@ -239,10 +227,7 @@ void JobManager::RecordStatus(const std::string& worker_id, const v1::Assignment
   {
     std::lock_guard<std::mutex> lock(mutex_);
     JobRecord* record = FindLocked(status.job_id());
-    if (record == nullptr || record->job.worker_id() != worker_id ||
-        IsTerminal(record->job.state())) {
-      return;
-    }
+    if (record == nullptr || record->slots.count(worker_id) == 0) return;
     const v1::JobState current = record->job.state();
     if (status.state() == v1::JOB_STATE_RUNNING) {
       if (current == v1::JOB_STATE_STARTING) {
@@ -250,13 +235,19 @@ void JobManager::RecordStatus(const std::string& worker_id, const v1::Assignment
         SetStateLocked(record, v1::JOB_STATE_RUNNING, "", &touched);
       }
     } else if (IsTerminal(status.state())) {
-      // A cancel request wins over the trainer's own reason only if the
-      // trainer stopped because of it.
-      const bool cancelled =
-          current == v1::JOB_STATE_CANCELLING && status.state() == v1::JOB_STATE_CANCELLED;
-      SetStateLocked(record, status.state(),
-                     cancelled ? record->job.reason() : status.reason(), &touched);
+      WorkerLeftJobLocked(record, worker_id);
+      if (status.state() != v1::JOB_STATE_SUCCEEDED) {
+        // A cancel request keeps its own reason when the ranks stopped for it.
+        const bool cancelled =
+            current == v1::JOB_STATE_CANCELLING && status.state() == v1::JOB_STATE_CANCELLED;
+        EndJobEarlyLocked(record, status.state(),
+                          cancelled ? record->job.reason() : status.reason(), &touched);
+      } else if (record->slots.empty() && !IsTerminal(record->job.state())) {
+        // Every rank finished (even if a cancel arrived too late to matter).
+        SetStateLocked(record, v1::JOB_STATE_SUCCEEDED, "", &touched);
+      }
       ScheduleLocked(&touched);
+      UpdateGaugesLocked();
     }
   }
   NotifyAll(touched);
@@ -279,7 +270,15 @@ void JobManager::SetStateLocked(JobRecord* record, v1::JobState state, const std
   const bool terminal = IsTerminal(state);
   if (terminal) {
     *job.mutable_finished_at() = TimeUtil::GetCurrentTime();
-    ReleaseLocked(record);
+    record->pending_steps.clear();
+    // Per-job series end with the job.
+    const std::vector<std::string> labels{job.id()};
+    metrics_->job_steps->Remove(labels);
+    metrics_->job_loss->Remove(labels);
+    metrics_->job_samples_per_second->Remove(labels);
+    metrics_->job_effective_batch->Remove(labels);
+    metrics_->job_tensor_peak_bytes->Remove(labels);
+    metrics_->job_step_seconds->Remove(labels);
     spdlog::info("job {} {}{}{}", job.id(), StateLabel(state), reason.empty() ? "" : ": ",
                  reason);
   }
@@ -288,59 +287,180 @@ void JobManager::SetStateLocked(JobRecord* record, v1::JobState state, const std
   touched->push_back(record->log);
 }
 
-void JobManager::ReleaseLocked(JobRecord* record) {
+void JobManager::WorkerLeftJobLocked(JobRecord* record, const std::string& worker_id) {
   const std::string& id = record->job.id();
-  auto worker = workers_.find(record->job.worker_id());
-  if (worker != workers_.end() && worker->second.jobs.erase(id) > 0) {
+  auto worker = workers_.find(worker_id);
+  if (worker != workers_.end()) {
+    worker->second.jobs.erase(id);
     for (std::string& holder : worker->second.slot_jobs) {
       if (holder == id) holder.clear();
     }
   }
-  record->slots.clear();
-  // Per-job series end with the job.
-  metrics_->job_steps->Remove({id});
-  metrics_->job_loss->Remove({id});
-  metrics_->job_samples_per_second->Remove({id});
-  metrics_->job_effective_batch->Remove({id});
-  metrics_->job_tensor_peak_bytes->Remove({id});
-  metrics_->job_step_seconds->Remove({id});
-  UpdateGaugesLocked();
+  record->slots.erase(worker_id);
+  if (record->slots.empty() && record->rendezvous_port != 0) {
+    auto owner = workers_.find(record->rendezvous_worker);
+    if (owner != workers_.end()) owner->second.ports_in_use.erase(record->rendezvous_port);
+    record->rendezvous_port = 0;
+  }
+}
+
+void JobManager::EndJobEarlyLocked(JobRecord* record, v1::JobState state,
+                                   const std::string& reason, Touched* touched) {
+  if (IsTerminal(record->job.state())) return;
+  const bool cancelling = record->job.state() == v1::JOB_STATE_CANCELLING;
+  const v1::JobState final_state = cancelling ? v1::JOB_STATE_CANCELLED : state;
+  SetStateLocked(record, final_state, cancelling ? record->job.reason() : reason, touched);
+  // The other ranks cannot finish without this one.
+  SendCancelLocked(*record, "another rank of the job ended: " + reason);
+}
+
+void JobManager::SendCancelLocked(const JobRecord& record, const std::string& reason) {
+  for (const auto& [worker_id, slots] : record.slots) {
+    auto worker = workers_.find(worker_id);
+    if (worker == workers_.end()) continue;
+    v1::ControllerMessage message;
+    message.mutable_cancel()->set_job_id(record.job.id());
+    message.mutable_cancel()->set_reason(reason);
+    worker->second.sender(message);
+  }
+}
+
+bool JobManager::PlaceLocked(JobRecord* record, Touched* touched) {
+  const int32_t devices = record->job.batch().devices();
+  std::vector<WorkerSlots> free;
+  for (const auto& [id, w] : workers_) {
+    WorkerSlots slots{id, {}};
+    for (size_t i = 0; i < w.slot_jobs.size(); ++i) {
+      if (w.slot_jobs[i].empty()) slots.free_slots.push_back(static_cast<int>(i));
+    }
+    free.push_back(std::move(slots));
+  }
+  std::optional<std::vector<RankSlot>> ranks = PlaceRanks(devices, std::move(free));
+  if (!ranks) return false;
+
+  // Rendezvous on rank 0's worker, on a port of its advertised range.
+  WorkerRecord& rank0 = workers_.at(ranks->front().worker_id);
+  int port = 0;
+  if (devices > 1) {
+    const int first = rank0.registration.rendezvous_port_first();
+    for (int p = first; p < first + rank0.registration.rendezvous_port_count(); ++p) {
+      if (rank0.ports_in_use.count(p) == 0) {
+        port = p;
+        break;
+      }
+    }
+    if (port == 0) return false;  // all of rank 0's ports are taken: wait
+    rank0.ports_in_use.insert(port);
+    record->rendezvous_port = port;
+    record->rendezvous_worker = ranks->front().worker_id;
+  }
+
+  const std::string& id = record->job.id();
+  record->job.set_worker_id(ranks->front().worker_id);
+  record->job.clear_placements();
+  std::map<std::string, v1::ControllerMessage> messages;  // one per worker
+  for (int32_t rank = 0; rank < devices; ++rank) {
+    const RankSlot& r = (*ranks)[static_cast<size_t>(rank)];
+    WorkerRecord& w = workers_.at(r.worker_id);
+    const v1::Device& device = w.registration.devices(r.slot);
+    w.slot_jobs[static_cast<size_t>(r.slot)] = id;
+    w.jobs.insert(id);
+    record->slots[r.worker_id].push_back(r.slot);
+    v1::RankPlacement* placement = record->job.add_placements();
+    placement->set_rank(rank);
+    placement->set_worker_id(r.worker_id);
+    placement->set_device(DeviceName(device));
+
+    v1::Assignment* assign = messages[r.worker_id].mutable_assign();
+    assign->set_job_id(id);
+    assign->add_ranks(rank);
+    *assign->add_devices() = device;
+  }
+  SetStateLocked(record, v1::JOB_STATE_STARTING, "", touched);
+  for (auto& [worker_id, message] : messages) {
+    v1::Assignment* assign = message.mutable_assign();
+    *assign->mutable_spec() = record->job.spec();
+    *assign->mutable_batch() = record->job.batch();
+    assign->set_world_size(devices);
+    assign->set_rendezvous_host(rank0.registration.advertise_address());
+    assign->set_rendezvous_port(port);
+    workers_.at(worker_id).sender(message);
+  }
+  return true;
 }
 
 void JobManager::ScheduleLocked(Touched* touched) {
-  // FIFO: a job waits for the jobs queued before it, so a large job is not
-  // starved by a stream of small ones.
-  while (!queue_.empty()) {
-    JobRecord* record = FindLocked(queue_.front());
+  int32_t pool = 0;
+  std::string sizes;
+  for (const auto& [id, w] : workers_) {
+    pool += static_cast<int32_t>(w.slot_jobs.size());
+    sizes += (sizes.empty() ? "" : ", ") + id + " " + std::to_string(w.slot_jobs.size());
+  }
+  // FIFO among the jobs the pool can hold, so a large job is not starved by
+  // a stream of small ones; a job larger than the whole pool waits aside
+  // (with a reason) and blocks nobody.
+  for (auto it = queue_.begin(); it != queue_.end();) {
+    JobRecord* record = FindLocked(*it);
     const int32_t devices = record->job.batch().devices();
-    auto worker = std::find_if(workers_.begin(), workers_.end(), [devices](const auto& w) {
-      return w.second.free_slots() >= devices;
-    });
-    if (worker == workers_.end()) return;
-    queue_.erase(queue_.begin());
-    WorkerRecord& w = worker->second;
-    w.jobs.insert(record->job.id());
-    for (size_t slot = 0; slot < w.slot_jobs.size() && record->slots.size() < static_cast<size_t>(devices); ++slot) {
-      if (!w.slot_jobs[slot].empty()) continue;
-      w.slot_jobs[slot] = record->job.id();
-      record->slots.push_back(static_cast<int>(slot));
+    if (devices > pool) {
+      const std::string reason = "needs " + std::to_string(devices) +
+                                 " device slots; the pool has " + std::to_string(pool) +
+                                 (sizes.empty() ? " (no worker connected)" : " (" + sizes + ")");
+      if (record->job.reason() != reason) {
+        SetStateLocked(record, v1::JOB_STATE_QUEUED, reason, touched);
+      }
+      ++it;
+      continue;
     }
-    record->job.set_worker_id(worker->first);
-    SetStateLocked(record, v1::JOB_STATE_STARTING, "", touched);
-
-    v1::ControllerMessage message;
-    v1::Assignment* assign = message.mutable_assign();
-    assign->set_job_id(record->job.id());
-    *assign->mutable_spec() = record->job.spec();
-    *assign->mutable_batch() = record->job.batch();
-    for (int32_t rank = 0; rank < devices; ++rank) {
-      assign->add_ranks(rank);
-      *assign->add_devices() = w.registration.devices(record->slots[static_cast<size_t>(rank)]);
-    }
-    assign->set_world_size(devices);
-    w.sender(message);
+    if (!PlaceLocked(record, touched)) return;
+    it = queue_.erase(it);
     UpdateGaugesLocked();
   }
+}
+
+void JobManager::MergeStepLocked(JobRecord* record, const std::string& worker_id,
+                                 v1::JobEvent event) {
+  const int64_t step = event.step().step();
+  auto& reports = record->pending_steps[step];
+  reports.emplace_back(worker_id, event.step());
+  if (static_cast<int32_t>(reports.size()) < record->job.batch().devices()) return;
+
+  std::sort(reports.begin(), reports.end(),
+            [](const auto& a, const auto& b) { return a.second.rank() < b.second.rank(); });
+  v1::StepMetrics merged = reports.front().second;  // rank 0: global loss and counts
+  for (const auto& [worker, r] : reports) {
+    v1::RankStepMetrics* rank = merged.add_ranks();
+    rank->set_rank(r.rank());
+    rank->set_worker_id(worker);
+    rank->set_samples(r.samples());
+    rank->set_microbatches(r.microbatches());
+    rank->set_allreduce_calls(r.allreduce_calls());
+    rank->set_allreduce_bytes(r.allreduce_bytes());
+    rank->set_comm_seconds(r.comm_seconds());
+    rank->set_step_seconds(r.step_seconds());
+    rank->set_tensor_bytes(r.tensor_bytes());
+    rank->set_tensor_peak_bytes(r.tensor_peak_bytes());
+  }
+  record->pending_steps.erase(step);
+  *event.mutable_step() = std::move(merged);
+  RecordStepLocked(record, std::move(event));
+}
+
+void JobManager::RecordStepLocked(JobRecord* record, v1::JobEvent event) {
+  const std::string& id = record->job.id();
+  const v1::StepMetrics& step = event.step();
+  record->job.set_steps_done(step.step());
+  *record->job.mutable_last_step() = step;
+  metrics_->job_steps->WithLabels({id})->Increment();
+  metrics_->job_loss->WithLabels({id})->Set(step.loss());
+  metrics_->job_samples_per_second->WithLabels({id})->Set(step.samples_per_second());
+  metrics_->job_effective_batch->WithLabels({id})->Set(static_cast<double>(step.effective_batch()));
+  metrics_->job_tensor_peak_bytes->WithLabels({id})->Set(
+      static_cast<double>(step.tensor_peak_bytes()));
+  metrics_->job_step_seconds->WithLabels({id})->Observe(step.step_seconds());
+  event.clear_sequence();
+  record->log->Append(std::move(event), /*closes=*/false);
+  metrics_->events_total->Increment();
 }
 
 void JobManager::UpdateGaugesLocked() {

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "accumulus/v1/controller.pb.h"
@@ -45,10 +46,10 @@ class JobManager {
   // Worker link ---------------------------------------------------------------
 
   // A worker (re)connected. Returns a session number for WorkerGone. A worker
-  // that reconnects replaces its previous session; its jobs that it no longer
-  // reports as running fail.
+  // that reconnects replaces its previous session; jobs with ranks there that
+  // it no longer reports as running fail.
   uint64_t WorkerConnected(const v1::Register& registration, WorkerSender sender);
-  // The link of `session` ended: the worker's jobs fail and its slots go.
+  // The link of `session` ended: jobs with ranks there fail, its slots go.
   void WorkerGone(const std::string& worker_id, uint64_t session, const std::string& reason);
   void RecordEvents(const std::string& worker_id, const v1::TrainerEvents& events);
   void RecordStatus(const std::string& worker_id, const v1::AssignmentStatus& status);
@@ -57,8 +58,15 @@ class JobManager {
   struct JobRecord {
     v1::Job job;
     std::shared_ptr<EventLog> log;
-    // Indices into its worker's devices, one per rank (while placed).
-    std::vector<int> slots;
+    // Device slots held, by worker; a worker leaves the map when it reports
+    // its ranks ended (or is lost).
+    std::map<std::string, std::vector<int>> slots;
+    // The rendezvous port taken on rank 0's worker (0: none).
+    int rendezvous_port = 0;
+    std::string rendezvous_worker;
+    // Step reports of data-parallel ranks (with the worker that sent each),
+    // merged into one event once every rank's has arrived.
+    std::map<int64_t, std::vector<std::pair<std::string, v1::StepMetrics>>> pending_steps;
   };
   struct WorkerRecord {
     v1::Register registration;
@@ -67,6 +75,7 @@ class JobManager {
     // registration.devices.
     std::vector<std::string> slot_jobs;
     std::set<std::string> jobs;
+    std::set<int> ports_in_use;
     WorkerSender sender;
 
     int32_t free_slots() const;
@@ -77,8 +86,18 @@ class JobManager {
   JobRecord* FindLocked(const std::string& job_id);
   void SetStateLocked(JobRecord* record, v1::JobState state, const std::string& reason,
                       Touched* touched);
-  void ReleaseLocked(JobRecord* record);
+  // The ranks of `record` on `worker_id` ended (reported or lost): frees
+  // their slots, and the rendezvous port once no rank is left.
+  void WorkerLeftJobLocked(JobRecord* record, const std::string& worker_id);
+  // Fails (or, while cancelling, cancels) a job one of whose ranks ended
+  // badly, and stops its ranks elsewhere.
+  void EndJobEarlyLocked(JobRecord* record, v1::JobState state, const std::string& reason,
+                         Touched* touched);
+  void SendCancelLocked(const JobRecord& record, const std::string& reason);
+  bool PlaceLocked(JobRecord* record, Touched* touched);
   void ScheduleLocked(Touched* touched);
+  void MergeStepLocked(JobRecord* record, const std::string& worker_id, v1::JobEvent event);
+  void RecordStepLocked(JobRecord* record, v1::JobEvent event);
   void UpdateGaugesLocked();
   static void NotifyAll(const Touched& touched);
 

@@ -21,6 +21,15 @@ int main(int argc, char** argv) {
       ->envname("ACCUMULUS_CONTROLLER")
       ->capture_default_str();
   app.add_option("--worker-id", options.worker_id, "stable worker identity (default: hostname)");
+  app.add_option("--advertise-address", options.advertise_address,
+                 "address other workers reach this one on (default: hostname)")
+      ->envname("ACCUMULUS_ADVERTISE_ADDRESS");
+  app.add_option("--rendezvous-port-first", options.rendezvous_port_first,
+                 "first port for rendezvous of jobs whose rank 0 runs here")
+      ->capture_default_str();
+  app.add_option("--rendezvous-port-count", options.rendezvous_port_count,
+                 "number of rendezvous ports")
+      ->capture_default_str();
   app.add_option("--work-dir", options.work_dir, "directory for job logs")->capture_default_str();
   app.add_option("--cpu-slots", options.inventory.cpu_slots,
                  "CPU ranks to run at once (0: 1 if no GPU)")

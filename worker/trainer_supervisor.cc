@@ -43,12 +43,19 @@ v1::WorkerMessage StatusMessage(const std::string& job_id, v1::JobState state,
 struct TrainerSupervisor::Job {
   v1::Assignment assignment;
   std::thread thread;
+  std::vector<std::string> log_paths;  // by rank index; set before the ranks start
   // Below: protected by the supervisor's mutex_.
-  std::unique_ptr<TrainerProcess> process;
+  std::vector<std::unique_ptr<TrainerProcess>> ranks;  // by index into assignment.ranks
   bool cancel_requested = false;
-  std::string cancel_reason;
+  bool stopping = false;
   bool exited = false;
+  std::string first_failure;
   std::thread killer;
+};
+
+struct TrainerSupervisor::RankOutcome {
+  v1::JobState state = v1::JOB_STATE_FAILED;
+  std::string reason;
 };
 
 TrainerSupervisor::TrainerSupervisor(SupervisorOptions options, Report report)
@@ -74,21 +81,23 @@ void TrainerSupervisor::Cancel(const std::string& job_id, const std::string& rea
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) return;
-  std::shared_ptr<Job> job = it->second;
-  if (job->cancel_requested || job->exited) return;
-  job->cancel_requested = true;
-  job->cancel_reason = reason;
-  spdlog::info("job {}: cancelling ({})", job_id, reason);
-  if (job->process) job->process->Signal(SIGTERM);
+  if (!it->second->cancel_requested) spdlog::info("job {}: cancelling ({})", job_id, reason);
+  it->second->cancel_requested = true;
+  StopLocked(it->second);
+}
+
+void TrainerSupervisor::StopLocked(const std::shared_ptr<Job>& job) {
+  if (job->stopping || job->exited) return;
+  job->stopping = true;
+  for (auto& rank : job->ranks) rank->Signal(SIGTERM);
   job->killer = std::thread([this, job] {
     std::unique_lock<std::mutex> lock(mutex_);
-    const bool stopped = changed_.wait_for(lock, std::chrono::milliseconds(options_.cancel_grace_ms),
-                                           [&] { return job->exited; });
-    if (!stopped && job->process) {
-      spdlog::warn("job {}: trainer did not stop within {} ms; killing it",
-                   job->assignment.job_id(), options_.cancel_grace_ms);
-      job->process->Signal(SIGKILL);
-    }
+    const bool stopped = changed_.wait_for(
+        lock, std::chrono::milliseconds(options_.cancel_grace_ms), [&] { return job->exited; });
+    if (stopped) return;
+    spdlog::warn("job {}: trainers did not stop within {} ms; killing them",
+                 job->assignment.job_id(), options_.cancel_grace_ms);
+    for (auto& rank : job->ranks) rank->Signal(SIGKILL);
   });
 }
 
@@ -124,78 +133,75 @@ void TrainerSupervisor::Run(std::shared_ptr<Job> job) {
   std::error_code ignored;
   std::filesystem::create_directories(dir, ignored);
 
-  v1::TrainerTask task;
-  task.set_job_id(id);
-  *task.mutable_spec() = a.spec();
-  *task.mutable_batch() = a.batch();
-  task.set_rank(a.ranks_size() > 0 ? a.ranks(0) : 0);
-  task.set_world_size(a.world_size());
-  const v1::Device device = a.devices_size() > 0 ? a.devices(0) : v1::Device();
-  task.set_device(device.kind() == "cuda" ? "cuda:" + std::to_string(device.index()) : "cpu");
-  const int intra = a.spec().threads().intra_op() > 0 ? a.spec().threads().intra_op()
-                    : options_.intra_op_threads > 0   ? options_.intra_op_threads
-                                                      : std::max(1, device.cores());
-  const int blas =
-      a.spec().threads().blas() > 0 ? a.spec().threads().blas() : options_.blas_threads;
-  task.set_intra_op_threads(intra);
-  task.set_blas_threads(blas);
+  std::string spawn_error;
+  for (int i = 0; i < a.ranks_size() && spawn_error.empty(); ++i) {
+    const v1::Device device = i < a.devices_size() ? a.devices(i) : v1::Device();
+    v1::TrainerTask task;
+    task.set_job_id(id);
+    *task.mutable_spec() = a.spec();
+    *task.mutable_batch() = a.batch();
+    task.set_rank(a.ranks(i));
+    task.set_world_size(a.world_size());
+    task.set_device(device.kind() == "cuda" ? "cuda:" + std::to_string(device.index()) : "cpu");
+    task.set_rendezvous_host(a.rendezvous_host());
+    task.set_rendezvous_port(a.rendezvous_port());
+    task.set_local_address(options_.advertise_address);
+    const int intra = a.spec().threads().intra_op() > 0 ? a.spec().threads().intra_op()
+                      : options_.intra_op_threads > 0   ? options_.intra_op_threads
+                                                        : std::max(1, device.cores());
+    const int blas =
+        a.spec().threads().blas() > 0 ? a.spec().threads().blas() : options_.blas_threads;
+    task.set_intra_op_threads(intra);
+    task.set_blas_threads(blas);
 
-  TrainerProcess::Options process_options;
-  process_options.binary = options_.trainer_binary;
-  process_options.log_path = (dir / ("rank-" + std::to_string(task.rank()) + ".log")).string();
-  // Thread counts in the environment too, so the BLAS and OpenMP runtimes
-  // start with them (before the trainer's own calls take effect).
-  process_options.env = {{"OMP_NUM_THREADS", std::to_string(intra)},
-                         {"OPENBLAS_NUM_THREADS", std::to_string(blas)},
-                         {"MKL_NUM_THREADS", std::to_string(blas)}};
+    TrainerProcess::Options process;
+    process.binary = options_.trainer_binary;
+    process.log_path = (dir / ("rank-" + std::to_string(task.rank()) + ".log")).string();
+    // Thread counts in the environment too, so the BLAS and OpenMP runtimes
+    // start with them (before the trainer's own calls take effect).
+    process.env = {{"OMP_NUM_THREADS", std::to_string(intra)},
+                   {"OPENBLAS_NUM_THREADS", std::to_string(blas)},
+                   {"MKL_NUM_THREADS", std::to_string(blas)}};
+    job->log_paths.push_back(process.log_path);
+    auto trainer = TrainerProcess::Spawn(process, task);
+    if (!trainer.ok()) {
+      spawn_error = "rank " + std::to_string(task.rank()) + " on worker " + options_.worker_id +
+                    ": " + trainer.status().message();
+      break;
+    }
+    spdlog::info("job {}: rank {} started as pid {}, log {}", id, task.rank(), (*trainer)->pid(),
+                 process.log_path);
+    std::lock_guard<std::mutex> lock(mutex_);
+    job->ranks.push_back(std::move(*trainer));
+    if (job->stopping) job->ranks.back()->Signal(SIGTERM);
+  }
 
   v1::JobState final_state = v1::JOB_STATE_FAILED;
-  std::string final_reason;
-  auto process = TrainerProcess::Spawn(process_options, task);
-  if (!process.ok()) {
-    final_reason = process.status().message();
+  std::string final_reason = spawn_error;
+  if (!spawn_error.empty()) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& rank : job->ranks) rank->Signal(SIGKILL);
   } else {
-    TrainerProcess* trainer = process->get();
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      job->process = std::move(*process);
-      if (job->cancel_requested) trainer->Signal(SIGTERM);
-    }
-    spdlog::info("job {}: trainer pid {} started, log {}", id, trainer->pid(),
-                 process_options.log_path);
     report_(StatusMessage(id, v1::JOB_STATE_RUNNING, ""));
-
-    bool has_exit = false;
-    v1::TrainerExit exit;
-    const Status stream = trainer->ReadMessages([&](const v1::TrainerMessage& m) {
-      if (m.has_event()) {
-        v1::WorkerMessage message;
-        message.mutable_events()->set_job_id(id);
-        *message.mutable_events()->add_events() = m.event();
-        report_(std::move(message));
-      } else if (m.has_exit()) {
-        has_exit = true;
-        exit = m.exit();
-      }
-    });
-    const Subprocess::ExitInfo info = trainer->Wait();
-    bool cancel_requested = false;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      cancel_requested = job->cancel_requested;
+    std::vector<RankOutcome> outcomes(job->ranks.size());
+    std::vector<std::thread> readers;
+    for (size_t i = 0; i < job->ranks.size(); ++i) {
+      readers.emplace_back([this, &job, &outcomes, i] { outcomes[i] = Supervise(job.get(), i); });
     }
-    if (has_exit && info.success) {
-      final_state = exit.state();
-      final_reason = exit.reason();
-    } else if (cancel_requested) {
+    for (auto& t : readers) t.join();
+
+    std::lock_guard<std::mutex> lock(mutex_);
+    const bool all_succeeded =
+        std::all_of(outcomes.begin(), outcomes.end(),
+                    [](const RankOutcome& o) { return o.state == v1::JOB_STATE_SUCCEEDED; });
+    if (all_succeeded) {
+      final_state = v1::JOB_STATE_SUCCEEDED;
+      final_reason.clear();
+    } else if (job->cancel_requested) {
       final_state = v1::JOB_STATE_CANCELLED;
-      final_reason = "trainer stopped on cancel (" + info.description + ")";
+      final_reason = outcomes.front().reason;
     } else {
-      final_reason = "trainer pid " + std::to_string(trainer->pid()) + " " + info.description;
-      if (!stream.ok()) final_reason += "; " + stream.message();
-      if (has_exit && !exit.reason().empty()) final_reason += ": " + exit.reason();
-      const std::string tail = LogTail(process_options.log_path);
-      if (!tail.empty()) final_reason += "; log " + process_options.log_path + " ends: " + tail;
+      final_reason = job->first_failure;
     }
   }
 
@@ -213,6 +219,56 @@ void TrainerSupervisor::Run(std::shared_ptr<Job> job) {
   jobs_.erase(id);
   finished_threads_.push_back(std::move(job->thread));
   changed_.notify_all();
+}
+
+TrainerSupervisor::RankOutcome TrainerSupervisor::Supervise(Job* job, size_t index) {
+  TrainerProcess* trainer = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    trainer = job->ranks[index].get();
+  }
+  const std::string& id = job->assignment.job_id();
+  const int rank = job->assignment.ranks(static_cast<int>(index));
+  bool has_exit = false;
+  v1::TrainerExit exit;
+  const Status stream = trainer->ReadMessages([&](const v1::TrainerMessage& m) {
+    if (m.has_event()) {
+      v1::WorkerMessage message;
+      message.mutable_events()->set_job_id(id);
+      *message.mutable_events()->add_events() = m.event();
+      report_(std::move(message));
+    } else if (m.has_exit()) {
+      has_exit = true;
+      exit = m.exit();
+    }
+  });
+  const Subprocess::ExitInfo info = trainer->Wait();
+
+  RankOutcome outcome;
+  if (has_exit && info.success) {
+    outcome.state = exit.state();
+    outcome.reason = exit.reason();
+  } else {
+    outcome.reason = "trainer pid " + std::to_string(trainer->pid()) + " " + info.description;
+    if (!stream.ok()) outcome.reason += "; " + stream.message();
+    if (has_exit && !exit.reason().empty()) outcome.reason += ": " + exit.reason();
+  }
+  if (outcome.state == v1::JOB_STATE_SUCCEEDED) return outcome;
+
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (job->cancel_requested) return outcome;
+  if (outcome.state == v1::JOB_STATE_FAILED || !has_exit) {
+    const std::string tail = LogTail(job->log_paths[index]);
+    if (!tail.empty()) outcome.reason += "; log " + job->log_paths[index] + " ends: " + tail;
+  }
+  if (job->first_failure.empty()) {
+    job->first_failure =
+        "rank " + std::to_string(rank) + " on worker " + options_.worker_id + ": " + outcome.reason;
+    // Its siblings cannot finish without it.
+    auto it = jobs_.find(id);
+    if (it != jobs_.end()) StopLocked(it->second);
+  }
+  return outcome;
 }
 
 }  // namespace accumulus::worker

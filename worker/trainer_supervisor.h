@@ -17,6 +17,10 @@ namespace accumulus::worker {
 
 struct SupervisorOptions {
   std::string trainer_binary;
+  // Named in failure reasons ("rank 1 on worker w2: ...").
+  std::string worker_id;
+  // The address this worker's ranks bind for collectives.
+  std::string advertise_address = "127.0.0.1";
   // Each job gets <work_dir>/<job id>/ for its logs.
   std::string work_dir;
   // Defaults for specs that leave threads unset (intra-op 0: the cores of
@@ -37,8 +41,9 @@ class TrainerSupervisor {
   TrainerSupervisor(SupervisorOptions options, Report report);
   ~TrainerSupervisor();  // Stops every job (as StopAll) first.
 
-  // Starts the job in the background; reports RUNNING, then its events,
-  // then one terminal status.
+  // Starts one trainer process per assigned rank in the background; reports
+  // RUNNING, then the ranks' events, then one terminal status once every
+  // rank has exited. A rank that fails stops its siblings here.
   void Assign(const v1::Assignment& assignment);
   // Asks the job's trainers to stop (SIGTERM), and kills them (SIGKILL) if
   // they have not stopped after the grace period.
@@ -49,7 +54,11 @@ class TrainerSupervisor {
 
  private:
   struct Job;
+  struct RankOutcome;
   void Run(std::shared_ptr<Job> job);
+  RankOutcome Supervise(Job* job, size_t index);
+  // SIGTERM to every rank of the job, SIGKILL after the grace period.
+  void StopLocked(const std::shared_ptr<Job>& job);
   void Reap();
 
   const SupervisorOptions options_;

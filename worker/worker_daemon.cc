@@ -16,6 +16,13 @@ std::string Hostname() {
 }  // namespace
 
 StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(WorkerOptions options) {
+  if (options.rendezvous_port_first <= 0 || options.rendezvous_port_count <= 0 ||
+      options.rendezvous_port_first + options.rendezvous_port_count > 65536) {
+    return Status::InvalidArgument(
+        "--rendezvous-port-first " + std::to_string(options.rendezvous_port_first) +
+        " and --rendezvous-port-count " + std::to_string(options.rendezvous_port_count) +
+        " must give a range of ports within 1-65535");
+  }
   StatusOr<std::vector<v1::Device>> devices = DiscoverDevices(options.inventory);
   if (!devices.ok()) return devices.status();
   if (devices->empty()) return Status::FailedPrecondition("this worker has no device slots");
@@ -23,10 +30,16 @@ StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(WorkerOptions option
   std::unique_ptr<WorkerDaemon> daemon(new WorkerDaemon());
   daemon->registration_.set_worker_id(options.worker_id.empty() ? Hostname() : options.worker_id);
   daemon->registration_.set_hostname(Hostname());
+  daemon->registration_.set_advertise_address(
+      options.advertise_address.empty() ? Hostname() : options.advertise_address);
+  daemon->registration_.set_rendezvous_port_first(options.rendezvous_port_first);
+  daemon->registration_.set_rendezvous_port_count(options.rendezvous_port_count);
   for (const auto& d : *devices) *daemon->registration_.add_devices() = d;
 
   SupervisorOptions supervisor;
   supervisor.trainer_binary = options.inventory.trainer_binary;
+  supervisor.worker_id = daemon->registration_.worker_id();
+  supervisor.advertise_address = daemon->registration_.advertise_address();
   supervisor.work_dir = options.work_dir;
   supervisor.intra_op_threads = options.intra_op_threads;
   supervisor.blas_threads = options.blas_threads;

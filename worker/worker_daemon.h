@@ -16,6 +16,12 @@ struct WorkerOptions {
   std::string controller_address = "127.0.0.1:7600";
   // Default: the hostname.
   std::string worker_id;
+  // The address other workers reach this one on (default: the hostname; on
+  // Kubernetes the pod IP).
+  std::string advertise_address;
+  // Ports for the rendezvous of data-parallel jobs whose rank 0 runs here.
+  int rendezvous_port_first = 29500;
+  int rendezvous_port_count = 100;
   std::string work_dir = "/tmp/accumulus-worker";
   InventoryOptions inventory;
   // Per-rank defaults for specs that do not set threads (0: the slot's cores).

@@ -22,6 +22,9 @@ v1::JobSpec SmallSpec() {
 v1::Register Worker(const std::string& id, int cpu_slots) {
   v1::Register r;
   r.set_worker_id(id);
+  r.set_advertise_address(id + ".local");
+  r.set_rendezvous_port_first(29500);
+  r.set_rendezvous_port_count(1);
   for (int i = 0; i < cpu_slots; ++i) {
     v1::Device* d = r.add_devices();
     d->set_kind("cpu");
@@ -129,10 +132,130 @@ TEST_F(JobManagerTest, EventsGetConsecutiveSequenceNumbers) {
   EXPECT_EQ(jobs_.Get(id)->steps_done(), 2);
 }
 
-TEST_F(JobManagerTest, RejectsMultiDeviceJobsForNow) {
+v1::JobSpec Devices(int n) {
   v1::JobSpec spec = SmallSpec();
-  spec.set_devices(2);
-  EXPECT_EQ(jobs_.Submit(spec).status().code(), StatusCode::kUnimplemented);
+  spec.set_devices(n);
+  return spec;
+}
+
+TEST_F(JobManagerTest, GangPlacesAllRanksAcrossWorkersWithOneRendezvous) {
+  std::vector<v1::ControllerMessage> a, b;
+  jobs_.WorkerConnected(Worker("w1", 1), Inbox(&a));
+  jobs_.WorkerConnected(Worker("w2", 1), Inbox(&b));
+  const std::string id = jobs_.Submit(Devices(2))->id();
+  ASSERT_EQ(a.size(), 1u);
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_EQ(a[0].assign().ranks(0), 0);  // ties go by worker id
+  EXPECT_EQ(b[0].assign().ranks(0), 1);
+  for (const auto* inbox : {&a, &b}) {
+    EXPECT_EQ((*inbox)[0].assign().world_size(), 2);
+    EXPECT_EQ((*inbox)[0].assign().rendezvous_host(), "w1.local");
+    EXPECT_EQ((*inbox)[0].assign().rendezvous_port(), 29500);
+  }
+  const v1::Job job = *jobs_.Get(id);
+  ASSERT_EQ(job.placements_size(), 2);
+  EXPECT_EQ(job.placements(1).worker_id(), "w2");
+
+  // One worker's ranks finishing is not the job finishing.
+  v1::AssignmentStatus done;
+  done.set_job_id(id);
+  done.set_state(v1::JOB_STATE_SUCCEEDED);
+  jobs_.RecordStatus("w2", done);
+  EXPECT_NE(State(id), v1::JOB_STATE_SUCCEEDED);
+  jobs_.RecordStatus("w1", done);
+  EXPECT_EQ(State(id), v1::JOB_STATE_SUCCEEDED);
+}
+
+TEST_F(JobManagerTest, PacksOntoOneWorkerWhenItFits) {
+  std::vector<v1::ControllerMessage> big, small;
+  jobs_.WorkerConnected(Worker("big", 4), Inbox(&big));
+  jobs_.WorkerConnected(Worker("small", 2), Inbox(&small));
+  ASSERT_TRUE(jobs_.Submit(Devices(2)).ok());
+  EXPECT_TRUE(big.empty()) << "best fit leaves the larger worker whole";
+  ASSERT_EQ(small.size(), 1u);
+  EXPECT_EQ(small[0].assign().ranks_size(), 2);
+}
+
+TEST_F(JobManagerTest, AJobLargerThanThePoolWaitsAsideWithAReason) {
+  std::vector<v1::ControllerMessage> a, b;
+  jobs_.WorkerConnected(Worker("w1", 1), Inbox(&a));
+  jobs_.WorkerConnected(Worker("w2", 1), Inbox(&b));
+  const std::string big = jobs_.Submit(Devices(3))->id();
+  EXPECT_EQ(State(big), v1::JOB_STATE_QUEUED);
+  EXPECT_EQ(jobs_.Get(big)->reason(), "needs 3 device slots; the pool has 2 (w1 1, w2 1)");
+  // It blocks nobody behind it.
+  const std::string small = jobs_.Submit(Devices(2))->id();
+  EXPECT_EQ(State(small), v1::JOB_STATE_STARTING);
+}
+
+TEST_F(JobManagerTest, GangJobsRunOneAfterTheOtherWithoutInterleaving) {
+  std::vector<v1::ControllerMessage> a, b;
+  jobs_.WorkerConnected(Worker("w1", 1), Inbox(&a));
+  jobs_.WorkerConnected(Worker("w2", 1), Inbox(&b));
+  const std::string first = jobs_.Submit(Devices(2))->id();
+  const std::string second = jobs_.Submit(Devices(2))->id();
+  EXPECT_EQ(State(second), v1::JOB_STATE_QUEUED);
+  EXPECT_EQ(a.size(), 1u);
+
+  v1::AssignmentStatus done;
+  done.set_job_id(first);
+  done.set_state(v1::JOB_STATE_SUCCEEDED);
+  jobs_.RecordStatus("w1", done);
+  EXPECT_EQ(State(second), v1::JOB_STATE_QUEUED) << "w2 still holds a rank of the first job";
+  jobs_.RecordStatus("w2", done);
+  EXPECT_EQ(State(second), v1::JOB_STATE_STARTING);
+  EXPECT_EQ(a.back().assign().job_id(), second);
+  EXPECT_EQ(b.back().assign().job_id(), second);
+}
+
+TEST_F(JobManagerTest, ARankFailureFailsTheJobAndCancelsTheOtherRanks) {
+  std::vector<v1::ControllerMessage> a, b;
+  jobs_.WorkerConnected(Worker("w1", 1), Inbox(&a));
+  jobs_.WorkerConnected(Worker("w2", 1), Inbox(&b));
+  const std::string id = jobs_.Submit(Devices(2))->id();
+  v1::AssignmentStatus failed;
+  failed.set_job_id(id);
+  failed.set_state(v1::JOB_STATE_FAILED);
+  failed.set_reason("rank 1 on worker w2: killed by signal 9");
+  jobs_.RecordStatus("w2", failed);
+  EXPECT_EQ(State(id), v1::JOB_STATE_FAILED);
+  EXPECT_EQ(jobs_.Get(id)->reason(), "rank 1 on worker w2: killed by signal 9");
+  ASSERT_TRUE(a.back().has_cancel());
+  EXPECT_EQ(a.back().cancel().job_id(), id);
+  // w1 is free once its rank confirms.
+  v1::AssignmentStatus stopped = failed;
+  stopped.set_state(v1::JOB_STATE_CANCELLED);
+  jobs_.RecordStatus("w1", stopped);
+  for (const auto& w : jobs_.Workers()) EXPECT_EQ(w.free_slots(), 1) << w.id();
+}
+
+TEST_F(JobManagerTest, MergesTheRanksStepReportsIntoOneEvent) {
+  std::vector<v1::ControllerMessage> a, b;
+  jobs_.WorkerConnected(Worker("w1", 1), Inbox(&a));
+  jobs_.WorkerConnected(Worker("w2", 1), Inbox(&b));
+  const std::string id = jobs_.Submit(Devices(2))->id();
+  auto report = [&](const std::string& worker, int rank, double comm) {
+    v1::TrainerEvents events;
+    events.set_job_id(id);
+    v1::StepMetrics* step = events.add_events()->mutable_step();
+    step->set_step(1);
+    step->set_rank(rank);
+    step->set_loss(0.5);
+    step->set_comm_seconds(comm);
+    jobs_.RecordEvents(worker, events);
+  };
+  const int64_t before = (*jobs_.Events(id))->last_sequence();
+  report("w2", 1, 0.2);
+  EXPECT_EQ((*jobs_.Events(id))->last_sequence(), before) << "waits for every rank";
+  report("w1", 0, 0.1);
+  ASSERT_EQ((*jobs_.Events(id))->last_sequence(), before + 1);
+  v1::JobEvent merged;
+  ASSERT_TRUE((*jobs_.Events(id))->Read(before, &merged));
+  ASSERT_EQ(merged.step().ranks_size(), 2);
+  EXPECT_EQ(merged.step().ranks(0).worker_id(), "w1");
+  EXPECT_EQ(merged.step().ranks(1).worker_id(), "w2");
+  EXPECT_DOUBLE_EQ(merged.step().ranks(1).comm_seconds(), 0.2);
+  EXPECT_EQ(merged.step().rank(), 0);
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "tests/support/test_cluster.h"
 
+#include "tests/support/free_port.h"
+
 #include <signal.h>
 #include <stdlib.h>
 
@@ -68,7 +70,8 @@ std::string TestCluster::StartWorker(int cpu_slots) {
   options.argv = {BinaryDir() + "/accumulus-worker", "--controller", controller_address(),
                   "--worker-id", id, "--work-dir", dir_ + "/" + id, "--cpu-slots",
                   std::to_string(cpu_slots), "--intra-op-threads", "1", "--cancel-grace-ms",
-                  "5000"};
+                  "5000", "--advertise-address", "127.0.0.1", "--rendezvous-port-first",
+                  std::to_string(FreeLoopbackPort()), "--rendezvous-port-count", "1"};
   options.log_path = dir_ + "/" + id + ".log";
   workers_.push_back(SpawnOrThrow(options));
   return id;
