@@ -9,6 +9,8 @@
 namespace accumulus::client {
 namespace {
 
+std::string RanksText(const v1::StepMetrics& m);
+
 std::string Format(const char* format, double value) {
   char buffer[64];
   std::snprintf(buffer, sizeof buffer, format, value);
@@ -28,6 +30,21 @@ std::string Pad(const std::string& s, size_t width) {
 std::string BatchText(const v1::BatchPlan& b) {
   return std::to_string(b.global_batch()) + " = " + std::to_string(b.micro_batch()) + "×" +
          std::to_string(b.accumulation_steps()) + "×" + std::to_string(b.devices());
+}
+
+// Data-parallel steps: each rank's all-reduce work, e.g.
+// "  ranks: 0@w1 2 all-reduces 1.2 MiB 3.1 ms, 1@w2 2 all-reduces 1.2 MiB 2.9 ms".
+std::string RanksText(const v1::StepMetrics& m) {
+  if (m.ranks_size() == 0) return "";
+  std::string out = "  ranks:";
+  for (const auto& r : m.ranks()) {
+    out += " " + std::to_string(r.rank()) + "@" + r.worker_id() + " " +
+           std::to_string(r.allreduce_calls()) + " all-reduces " + HumanBytes(r.allreduce_bytes()) +
+           " " +
+           Format("%.1f ms", r.comm_seconds() * 1000) + ",";
+  }
+  out.pop_back();
+  return out;
 }
 
 }  // namespace
@@ -93,18 +110,16 @@ std::string JobDetails(const v1::Job& j) {
 }
 
 std::string WorkerTable(const v1::ListWorkersResponse& workers) {
-  std::string out = Pad("WORKER", 20) + Pad("DEVICES", 44) + Pad("FREE", 6) + "JOBS\n";
+  std::string out = Pad("WORKER", 20) + Pad("DEVICE", 10) + Pad("CORES", 7) + Pad("MEMORY", 12) +
+                    "JOB\n";
   for (const auto& w : workers.workers()) {
-    std::string devices;
-    for (const auto& d : w.devices()) {
-      if (!devices.empty()) devices += ", ";
-      devices += d.kind() + ":" + std::to_string(d.index()) + " (" + std::to_string(d.cores()) +
-                 " cores, " + HumanBytes(d.memory_bytes()) + ")";
+    for (int i = 0; i < w.devices_size(); ++i) {
+      const v1::Device& d = w.devices(i);
+      const std::string job = i < w.device_jobs_size() ? w.device_jobs(i) : "";
+      out += Pad(i == 0 ? w.id() : "", 20) + Pad(d.kind() + ":" + std::to_string(d.index()), 10) +
+             Pad(std::to_string(d.cores()), 7) + Pad(HumanBytes(d.memory_bytes()), 12) +
+             (job.empty() ? "free" : job) + "\n";
     }
-    std::string jobs;
-    for (const auto& id : w.job_ids()) jobs += (jobs.empty() ? "" : ",") + id;
-    out += Pad(w.id(), 20) + Pad(devices, 44) + Pad(std::to_string(w.free_slots()), 6) +
-           (jobs.empty() ? "-" : jobs) + "\n";
   }
   return out;
 }
@@ -118,7 +133,7 @@ std::string EventLine(const v1::JobEvent& e) {
            (m.clipped() ? " (clipped)" : "") + "  window " + std::to_string(m.microbatches()) +
            "×micro, " + std::to_string(m.samples()) + "/" + std::to_string(m.effective_batch()) +
            " samples  " + HumanRate(m.samples_per_second()) + " samples/s  peak " +
-           HumanBytes(m.tensor_peak_bytes());
+           HumanBytes(m.tensor_peak_bytes()) + RanksText(m);
   }
   if (e.has_state()) {
     return "state " + StateName(e.state().state()) +

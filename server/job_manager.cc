@@ -134,6 +134,7 @@ std::vector<v1::WorkerInfo> JobManager::Workers() const {
     *info.mutable_devices() = w.registration.devices();
     info.set_free_slots(w.free_slots());
     for (const auto& job : w.jobs) info.add_job_ids(job);
+    for (const auto& holder : w.slot_jobs) info.add_device_jobs(holder);
     out.push_back(std::move(info));
   }
   return out;
