@@ -142,10 +142,15 @@ std::string EventLine(const v1::JobEvent& e) {
   }
   if (e.has_runtime()) {
     const v1::RuntimeInfo& r = e.runtime();
+    std::string ramp;
+    for (int64_t k : r.accumulation_ramp()) ramp += (ramp.empty() ? "" : ",") + std::to_string(k);
     return "plan  " + std::to_string(r.steps_total()) + " steps (" +
-           std::to_string(r.steps_per_epoch()) + " per epoch of " +
-           std::to_string(r.samples_per_epoch()) + " samples), batch " + BatchText(r.batch()) +
-           ", " + std::to_string(r.parameters()) + " parameters\n" + "      rank " +
+           std::to_string(r.steps_per_epoch()) + " in the first epoch of " +
+           std::to_string(r.samples_per_epoch()) + " samples, partial window: " +
+           r.partial_window() + "), batch " + BatchText(r.batch()) +
+           (ramp.empty() ? "" : " (accumulation ramps " + ramp + ")") + ", lr " +
+           Format("%.4g", r.lr_first()) + " → " + Format("%.4g", r.lr_last()) + ", " +
+           std::to_string(r.parameters()) + " parameters\n" + "      rank " +
            std::to_string(r.rank()) + "/" + std::to_string(r.world_size()) + " on " + r.device() +
            " (pid " + std::to_string(r.pid()) + "), threads: intra-op " +
            std::to_string(r.intra_op_threads()) + ", inter-op " +

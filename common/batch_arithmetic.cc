@@ -1,5 +1,7 @@
 #include "common/batch_arithmetic.h"
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 
 namespace accumulus {
@@ -81,6 +83,24 @@ StatusOr<BatchSizes> ResolveBatch(const BatchRequest& r) {
   out.accumulation_steps = has_micro ? derived : r.accumulation_steps;
   out.global_batch = r.global_batch;
   return out;
+}
+
+int64_t NominalAccumulation(int64_t nominal_batch, int64_t micro_batch, int64_t devices,
+                            int64_t step, int64_t warmup_steps) {
+  const double target =
+      static_cast<double>(nominal_batch) / static_cast<double>(micro_batch * devices);
+  const int64_t full = std::max<int64_t>(1, std::llrint(target));
+  if (warmup_steps <= 0 || step >= warmup_steps) return full;
+  // np.interp(step, [0, warmup], [1, target]).round()
+  const double ramp =
+      1.0 + (target - 1.0) * static_cast<double>(step) / static_cast<double>(warmup_steps);
+  return std::max<int64_t>(1, std::llrint(ramp));
+}
+
+double NominalWeightDecay(double weight_decay, int64_t nominal_batch, int64_t micro_batch,
+                          int64_t devices, int64_t accumulation) {
+  return weight_decay * static_cast<double>(micro_batch * devices * accumulation) /
+         static_cast<double>(nominal_batch);
 }
 
 }  // namespace accumulus

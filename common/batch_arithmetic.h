@@ -35,4 +35,16 @@ struct BatchSizes {
 // the product overflows.
 StatusOr<BatchSizes> ResolveBatch(const BatchRequest& request);
 
+// The nominal-batch scheme (Ultralytics' nbs): the accumulation that brings
+// micro × devices closest to `nominal_batch`, max(round(nbs / (micro ×
+// devices)), 1), reached by a linear ramp from 1 over `warmup_steps`
+// optimizer steps. Rounds half to even, as NumPy and Python do.
+int64_t NominalAccumulation(int64_t nominal_batch, int64_t micro_batch, int64_t devices,
+                            int64_t step, int64_t warmup_steps);
+
+// Weight decay scaled to the batch actually used per step: wd × micro ×
+// devices × accumulation / nominal_batch.
+double NominalWeightDecay(double weight_decay, int64_t nominal_batch, int64_t micro_batch,
+                          int64_t devices, int64_t accumulation);
+
 }  // namespace accumulus

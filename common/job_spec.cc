@@ -6,7 +6,7 @@
 #include <string>
 
 #include "common/batch_arithmetic.h"
-#include "common/step_plan.h"
+#include "common/window_schedule.h"
 
 namespace accumulus {
 namespace {
@@ -130,6 +130,9 @@ StatusOr<v1::JobSpec> NormalizeJobSpec(const v1::JobSpec& input) {
   v1::JobSpec spec = input;
   if (spec.devices() == 0) spec.set_devices(1);
   if (spec.normalization().empty()) spec.set_normalization("exact");
+  if (spec.partial_window().empty()) spec.set_partial_window("normalize");
+  if (spec.lr_schedule().kind().empty()) spec.mutable_lr_schedule()->set_kind("constant");
+  if (spec.lr_scaling().empty()) spec.set_lr_scaling("none");
   Status s = FirstError({
       CheckModel(spec.mutable_model()),
       CheckData(spec.mutable_data(), spec.seed()),
@@ -142,10 +145,29 @@ StatusOr<v1::JobSpec> NormalizeJobSpec(const v1::JobSpec& input) {
       NotNegative("threads.blas", spec.threads().blas()),
       NotNegative("collective_timeout_seconds", spec.collective_timeout_seconds()),
       NotNegative("bucket_megabytes", spec.bucket_megabytes()),
+      OneOf("partial_window", spec.partial_window(), {"normalize", "drop", "carry"}),
+      OneOf("lr_schedule.kind", spec.lr_schedule().kind(), {"constant", "cosine", "linear"}),
+      NotNegative("lr_schedule.warmup_steps", static_cast<double>(spec.lr_schedule().warmup_steps())),
+      InUnitInterval("lr_schedule.min_lr_ratio", spec.lr_schedule().min_lr_ratio()),
+      OneOf("lr_scaling", spec.lr_scaling(), {"none", "linear"}),
+      NotNegative("base_batch", static_cast<double>(spec.base_batch())),
+      NotNegative("nominal_batch", static_cast<double>(spec.nominal_batch())),
   });
   if (!s.ok()) return s;
   if (spec.devices() < 0) {
     return Status::InvalidArgument(Describe("devices", spec.devices()) + " must be positive");
+  }
+  if (spec.lr_scaling() == "linear" && spec.base_batch() == 0) {
+    return Status::InvalidArgument("lr_scaling \"linear\" needs base_batch (the batch lr was tuned for)");
+  }
+  if (spec.nominal_batch() > 0 &&
+      (spec.micro_batch() == 0 || spec.accumulation_steps() != 0 || spec.global_batch() != 0)) {
+    return Status::InvalidArgument(
+        "nominal_batch " + std::to_string(spec.nominal_batch()) +
+        " derives accumulation_steps and global_batch from micro_batch: give micro_batch only (got "
+        "micro_batch " + std::to_string(spec.micro_batch()) + ", accumulation_steps " +
+        std::to_string(spec.accumulation_steps()) + ", global_batch " +
+        std::to_string(spec.global_batch()) + ")");
   }
   if (spec.max_steps() == 0 && spec.epochs() == 0) {
     return Status::InvalidArgument("set max_steps or epochs (both are 0): the job would never end");
@@ -160,6 +182,11 @@ StatusOr<v1::BatchPlan> ResolveBatchPlan(const v1::JobSpec& spec) {
   request.micro_batch = spec.micro_batch();
   request.accumulation_steps = spec.accumulation_steps();
   request.devices = spec.devices();
+  if (spec.nominal_batch() > 0 && spec.micro_batch() > 0) {
+    // The plan states the accumulation after the ramp.
+    request.accumulation_steps = NominalAccumulation(
+        spec.nominal_batch(), spec.micro_batch(), spec.devices() == 0 ? 1 : spec.devices(), 0, 0);
+  }
   StatusOr<BatchSizes> sizes = ResolveBatch(request);
   if (!sizes.ok()) return sizes.status();
   v1::BatchPlan plan;
@@ -170,9 +197,24 @@ StatusOr<v1::BatchPlan> ResolveBatchPlan(const v1::JobSpec& spec) {
   return plan;
 }
 
+WindowScheduleConfig ScheduleOf(const v1::JobSpec& spec, const v1::BatchPlan& batch) {
+  WindowScheduleConfig config;
+  config.samples_per_epoch = spec.data().samples();
+  config.micro_batch = batch.micro_batch();
+  config.devices = batch.devices();
+  config.accumulation_steps = batch.accumulation_steps();
+  config.nominal_batch = spec.nominal_batch();
+  config.warmup_steps = spec.lr_schedule().warmup_steps();
+  config.policy = spec.partial_window() == "drop"    ? PartialWindow::kDrop
+                  : spec.partial_window() == "carry" ? PartialWindow::kCarry
+                                                     : PartialWindow::kNormalize;
+  config.epochs = spec.epochs();
+  config.max_steps = spec.max_steps();
+  return config;
+}
+
 int64_t TotalSteps(const v1::JobSpec& spec, const v1::BatchPlan& batch) {
-  return PlanSteps(spec.data().samples(), batch.global_batch(), spec.epochs(), spec.max_steps())
-      .steps_total;
+  return WindowSchedule(ScheduleOf(spec, batch)).steps_total();
 }
 
 }  // namespace accumulus

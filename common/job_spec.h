@@ -5,6 +5,7 @@
 
 #include "accumulus/v1/job.pb.h"
 #include "common/status.h"
+#include "common/window_schedule.h"
 
 namespace accumulus {
 
@@ -16,6 +17,10 @@ StatusOr<v1::JobSpec> NormalizeJobSpec(const v1::JobSpec& spec);
 
 // The batch arithmetic of a normalized spec.
 StatusOr<v1::BatchPlan> ResolveBatchPlan(const v1::JobSpec& spec);
+
+// The windows of a normalized spec: its epochs cut into global batches under
+// its partial-window policy and accumulation (constant or ramped).
+WindowScheduleConfig ScheduleOf(const v1::JobSpec& spec, const v1::BatchPlan& batch);
 
 // Optimizer steps the job takes in total.
 int64_t TotalSteps(const v1::JobSpec& spec, const v1::BatchPlan& batch);

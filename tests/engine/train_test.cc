@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "common/window_schedule.h"
 #include "worker/engine/dataset.h"
+#include "worker/engine/lr_schedule.h"
 #include "worker/engine/mlp.h"
 #include "worker/engine/sample_order.h"
 
@@ -37,7 +39,6 @@ TrainConfig SmallConfig(int64_t micro, int64_t accumulation, const std::string& 
   c.optimizer.weight_decay = 0.01;
   c.micro_batch = micro;
   c.accumulation_steps = accumulation;
-  c.global_batch = micro * accumulation;
   c.epochs = 2;
   c.seed = 21;
   return c;
@@ -52,7 +53,8 @@ std::vector<torch::Tensor> Train(const TrainConfig& config, RecordingSink* sink)
   return params;
 }
 
-// The plain loop: one mean-loss backward over each whole global batch.
+// The plain loop: one mean-loss backward over each window's samples taken
+// whole, with the learning rate the schedule gives each optimizer step.
 std::vector<torch::Tensor> FullBatchReference(const TrainConfig& c) {
   SyntheticDataset data(c.data);
   torch::manual_seed(c.seed);
@@ -68,17 +70,28 @@ std::vector<torch::Tensor> FullBatchReference(const TrainConfig& c) {
         model->parameters(),
         torch::optim::AdamWOptions(c.optimizer.lr).weight_decay(c.optimizer.weight_decay));
   }
-  const int64_t windows = (c.data.samples + c.global_batch - 1) / c.global_batch;
-  for (int64_t epoch = 0; epoch < c.epochs; ++epoch) {
-    const std::vector<int64_t> order = EpochPermutation(c.data.samples, c.seed, epoch);
-    for (int64_t w = 0; w < windows; ++w) {
-      const WindowRange r = WindowOf(c.data.samples, c.global_batch, w);
-      const Batch batch = data.Gather(
-          torch::tensor(std::vector<int64_t>(order.begin() + r.begin, order.begin() + r.end)));
-      F::cross_entropy(model(batch.inputs), batch.targets).backward();
-      optimizer->step();
-      model->zero_grad(true);
+  WindowScheduleConfig sc;
+  sc.samples_per_epoch = c.data.samples;
+  sc.micro_batch = c.micro_batch;
+  sc.accumulation_steps = c.accumulation_steps;
+  sc.policy = c.partial_window;
+  sc.epochs = c.epochs;
+  WindowSchedule schedule(sc);
+  const int64_t total = schedule.steps_total();
+  Window w;
+  while (schedule.Next(&w)) {
+    std::vector<int64_t> index;
+    for (const Segment& s : w.segments) {
+      const std::vector<int64_t> order = EpochPermutation(c.data.samples, c.seed, s.epoch);
+      index.insert(index.end(), order.begin() + s.begin, order.begin() + s.end);
     }
+    const Batch batch = data.Gather(torch::tensor(index));
+    for (auto& group : optimizer->param_groups()) {
+      group.options().set_lr(LearningRate(c.lr_schedule, c.optimizer.lr, w.step - 1, total));
+    }
+    F::cross_entropy(model(batch.inputs), batch.targets).backward();
+    optimizer->step();
+    model->zero_grad(true);
   }
   std::vector<torch::Tensor> params;
   for (const auto& p : model->parameters()) params.push_back(p.detach().clone());
@@ -109,6 +122,94 @@ TEST_P(TrainEquivalence, EverySplitMatchesTheFullBatchLoop) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Optimizers, TrainEquivalence, ::testing::Values("sgd", "adamw"));
+
+class PartialWindowEquivalence : public ::testing::TestWithParam<PartialWindow> {};
+
+TEST_P(PartialWindowEquivalence, EverySplitMatchesTheFullBatchLoop) {
+  auto config = [](int64_t micro, int64_t accumulation) {
+    TrainConfig c = SmallConfig(micro, accumulation, "sgd");
+    c.partial_window = GetParam();
+    c.lr_schedule.kind = "cosine";
+    c.lr_schedule.warmup_steps = 2;
+    c.epochs = 3;
+    return c;
+  };
+  const std::vector<torch::Tensor> reference = FullBatchReference(config(32, 1));
+  for (auto [micro, accumulation] : {std::pair<int64_t, int64_t>{8, 4}, {4, 8}}) {
+    RecordingSink sink;
+    const auto params = Train(config(micro, accumulation), &sink);
+    EXPECT_LE(MaxRelativeDifference(params, reference), 1e-5)
+        << "micro " << micro << " × accumulation " << accumulation;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Policies, PartialWindowEquivalence,
+                         ::testing::Values(PartialWindow::kNormalize, PartialWindow::kDrop,
+                                           PartialWindow::kCarry));
+
+TEST(Train, PlansAndReportsStepsOfThePolicy) {
+  // 100 samples, global batch 32, 3 epochs.
+  const std::vector<std::pair<PartialWindow, int64_t>> expected = {
+      {PartialWindow::kNormalize, 12}, {PartialWindow::kDrop, 9}, {PartialWindow::kCarry, 10}};
+  for (const auto& [policy, steps] : expected) {
+    TrainConfig c = SmallConfig(8, 4, "sgd");
+    c.partial_window = policy;
+    c.epochs = 3;
+    RecordingSink sink;
+    Train(c, &sink);
+    EXPECT_EQ(sink.run.steps_total, steps);
+    EXPECT_EQ(static_cast<int64_t>(sink.steps.size()), steps);
+  }
+}
+
+TEST(Train, StepsTheLearningRateOncePerOptimizerStep) {
+  TrainConfig c = SmallConfig(4, 8, "sgd");
+  c.lr_schedule.kind = "cosine";
+  c.lr_schedule.warmup_steps = 3;
+  RecordingSink sink;
+  Train(c, &sink);
+  ASSERT_EQ(sink.steps.size(), 8u);
+  for (const StepReport& s : sink.steps) {
+    EXPECT_DOUBLE_EQ(s.lr, LearningRate(c.lr_schedule, c.optimizer.lr, s.step - 1, 8));
+  }
+  EXPECT_DOUBLE_EQ(sink.run.lr_first, sink.steps.front().lr);
+  EXPECT_DOUBLE_EQ(sink.run.lr_last, sink.steps.back().lr);
+}
+
+TEST(Train, LinearScalingMultipliesTheLrByGlobalOverBaseBatch) {
+  TrainConfig c = SmallConfig(8, 4, "sgd");
+  c.base_batch = 8;
+  RecordingSink sink;
+  Train(c, &sink);
+  EXPECT_DOUBLE_EQ(sink.steps.front().lr, c.optimizer.lr * 32 / 8);
+}
+
+TEST(Train, NominalBatchRampsAccumulationAndReportsIt) {
+  TrainConfig c = SmallConfig(4, 0, "sgd");
+  c.nominal_batch = 16;  // full accumulation 4
+  c.lr_schedule.warmup_steps = 3;
+  RecordingSink sink;
+  Train(c, &sink);
+  EXPECT_EQ(sink.run.accumulation_ramp, (std::vector<int64_t>{1, 2, 3, 4}));
+  ASSERT_GE(sink.steps.size(), 5u);
+  EXPECT_EQ(sink.steps[0].effective_batch, 4);
+  EXPECT_EQ(sink.steps[1].effective_batch, 8);
+  EXPECT_EQ(sink.steps[4].effective_batch, 16);
+}
+
+TEST(Train, TutorialNormalizationDiffersOnShortWindows) {
+  TrainConfig exact = SmallConfig(8, 4, "sgd");
+  TrainConfig tutorial = exact;
+  tutorial.normalization = Normalization::kPerMicrobatchMean;
+  RecordingSink a, b;
+  const auto pa = Train(exact, &a);
+  const auto pb = Train(tutorial, &b);
+  // The first short window (step 4: 4 samples, one micro-batch) is divided
+  // by k = 4 in the tutorial loop: its gradient is 4× too small.
+  EXPECT_NEAR(b.steps[3].grad_norm * 4, a.steps[3].grad_norm, 1e-5 * a.steps[3].grad_norm);
+  EXPECT_NEAR(b.steps[0].grad_norm, a.steps[0].grad_norm, 1e-5 * a.steps[0].grad_norm);
+  EXPECT_GT(MaxRelativeDifference(pb, pa), 1e-3);
+}
 
 TEST(Train, ReportsOneStepPerWindowWithTheWindowsCounts) {
   RecordingSink sink;

@@ -116,10 +116,47 @@ INSTANTIATE_TEST_SUITE_P(
                  "normalization \"mean\" is not one of \"exact\", \"per_microbatch_mean\""},
         BadField{"ClipNorm", "max_grad_norm: -1", "max_grad_norm -1 must be zero or positive"},
         BadField{"Devices", "devices: -2", "devices -2 must be positive"},
+        BadField{"PartialWindow", "partial_window: pad",
+                 "partial_window \"pad\" is not one of \"normalize\", \"drop\", \"carry\""},
+        BadField{"Schedule", "lr_schedule: {kind: step}",
+                 "lr_schedule.kind \"step\" is not one of \"constant\", \"cosine\", \"linear\""},
         BadField{"Batch", "global_batch: 100",
                  "global_batch 100 does not equal micro_batch 8 × accumulation_steps 4 × "
                  "devices 1 = 32"}),
     [](const auto& info) { return info.param.name; });
+
+TEST(TotalSteps, FollowsThePartialWindowPolicy) {
+  for (const auto& [policy, steps] : std::vector<std::pair<std::string, int64_t>>{
+           {"normalize", 8}, {"drop", 6}, {"carry", 7}}) {
+    v1::JobSpec spec = Parse(kValid);  // 100 samples, global batch 32, 2 epochs
+    spec.set_partial_window(policy);
+    StatusOr<v1::JobSpec> normalized = NormalizeJobSpec(spec);
+    ASSERT_TRUE(normalized.ok()) << normalized.status().ToString();
+    EXPECT_EQ(TotalSteps(*normalized, *ResolveBatchPlan(*normalized)), steps) << policy;
+  }
+}
+
+TEST(NormalizeJobSpec, NominalBatchDerivesTheAccumulation) {
+  v1::JobSpec spec = Parse(kValid);
+  spec.clear_accumulation_steps();
+  spec.set_nominal_batch(64);
+  StatusOr<v1::JobSpec> normalized = NormalizeJobSpec(spec);
+  ASSERT_TRUE(normalized.ok()) << normalized.status().ToString();
+  EXPECT_EQ(ResolveBatchPlan(*normalized)->accumulation_steps(), 8);
+
+  spec.set_accumulation_steps(4);
+  StatusOr<v1::JobSpec> both = NormalizeJobSpec(spec);
+  ASSERT_FALSE(both.ok());
+  EXPECT_NE(both.status().message().find("give micro_batch only"), std::string::npos);
+}
+
+TEST(NormalizeJobSpec, LinearScalingNeedsABaseBatch) {
+  v1::JobSpec spec = Parse(kValid);
+  spec.set_lr_scaling("linear");
+  StatusOr<v1::JobSpec> result = NormalizeJobSpec(spec);
+  ASSERT_FALSE(result.ok());
+  EXPECT_NE(result.status().message().find("needs base_batch"), std::string::npos);
+}
 
 TEST(NormalizeJobSpec, RequiresAnEnd) {
   v1::JobSpec spec = Parse(kValid);

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace accumulus::engine {
 
@@ -12,8 +13,12 @@ struct RunReport {
   std::string device;
   int64_t parameters = 0;
   int64_t samples_per_epoch = 0;
-  int64_t steps_per_epoch = 0;
+  int64_t steps_per_epoch = 0;  // of the first epoch
   int64_t steps_total = 0;
+  double lr_first = 0;
+  double lr_last = 0;
+  // Accumulation of the first steps while it ramps (empty when constant).
+  std::vector<int64_t> accumulation_ramp;
 };
 
 // One optimizer step (one accumulation window).

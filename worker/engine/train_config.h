@@ -6,6 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "common/window_schedule.h"
+#include "worker/engine/lr_schedule.h"
+
 namespace accumulus::engine {
 
 enum class Normalization {
@@ -48,8 +51,15 @@ struct TrainConfig {
   DataConfig data;
   OptimizerConfig optimizer;
   int64_t micro_batch = 0;
+  // Micro-batches per rank and window (ignored when nominal_batch > 0).
   int64_t accumulation_steps = 0;
-  int64_t global_batch = 0;
+  // Nominal-batch mode: accumulation derived (and ramped over the LR
+  // warmup), weight decay scaled to the batch used.
+  int64_t nominal_batch = 0;
+  PartialWindow partial_window = PartialWindow::kNormalize;
+  LrScheduleConfig lr_schedule;
+  // > 0: the linear scaling rule, lr × global batch / base_batch.
+  int64_t base_batch = 0;
   int world_size = 1;
   int rank = 0;
   double max_grad_norm = 0;  // 0: measure the norm, never clip

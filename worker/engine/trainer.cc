@@ -1,11 +1,13 @@
 #include "worker/engine/trainer.h"
 
 #include <chrono>
+#include <map>
 #include <memory>
 
 #include <torch/torch.h>
 
-#include "common/step_plan.h"
+#include "common/batch_arithmetic.h"
+#include "common/window_schedule.h"
 #include "worker/engine/dataset.h"
 #include "worker/engine/model_factory.h"
 #include "worker/engine/memory_meter.h"
@@ -49,6 +51,65 @@ Batch ToDevice(Batch batch, const torch::Device& device) {
           batch.targets.to(device, /*non_blocking=*/true)};
 }
 
+WindowScheduleConfig ScheduleOf(const TrainConfig& c, int64_t samples) {
+  WindowScheduleConfig schedule;
+  schedule.samples_per_epoch = samples;
+  schedule.micro_batch = c.micro_batch;
+  schedule.devices = c.world_size;
+  schedule.accumulation_steps = c.accumulation_steps;
+  schedule.nominal_batch = c.nominal_batch;
+  schedule.warmup_steps = c.lr_schedule.warmup_steps;
+  schedule.policy = c.partial_window;
+  schedule.epochs = c.epochs;
+  schedule.max_steps = c.max_steps;
+  return schedule;
+}
+
+// Sets every parameter group's learning rate and weight decay (for the
+// optimizers BuildOptimizer makes).
+void SetHyperparameters(torch::optim::Optimizer& optimizer, double lr, double weight_decay) {
+  for (auto& group : optimizer.param_groups()) {
+    group.options().set_lr(lr);
+    if (auto* sgd = dynamic_cast<torch::optim::SGDOptions*>(&group.options())) {
+      sgd->weight_decay(weight_decay);
+    } else if (auto* adamw = dynamic_cast<torch::optim::AdamWOptions*>(&group.options())) {
+      adamw->weight_decay(weight_decay);
+    }
+  }
+}
+
+// The samples of a window, in stream order: the permutation of each epoch it
+// touches (computed once per epoch).
+class SampleStream {
+ public:
+  SampleStream(int64_t samples, uint64_t seed) : samples_(samples), seed_(seed) {}
+
+  std::vector<int64_t> Collect(const Window& window) {
+    std::vector<int64_t> out;
+    out.reserve(static_cast<size_t>(window.size()));
+    for (const Segment& s : window.segments) {
+      const std::vector<int64_t>& order = Epoch(s.epoch);
+      out.insert(out.end(), order.begin() + s.begin, order.begin() + s.end);
+    }
+    return out;
+  }
+
+ private:
+  const std::vector<int64_t>& Epoch(int64_t epoch) {
+    auto it = epochs_.find(epoch);
+    if (it == epochs_.end()) {
+      // A window touches at most two epochs; older ones are done.
+      while (!epochs_.empty() && epochs_.begin()->first < epoch - 1) epochs_.erase(epochs_.begin());
+      it = epochs_.emplace(epoch, EpochPermutation(samples_, seed_, epoch)).first;
+    }
+    return it->second;
+  }
+
+  const int64_t samples_;
+  const uint64_t seed_;
+  std::map<int64_t, std::vector<int64_t>> epochs_;
+};
+
 Status TrainOrThrow(const TrainConfig& config, EventSink* sink, const TrainOptions& options) {
   StatusOr<torch::Device> device = ParseDevice(config.device);
   if (!device.ok()) return device.status();
@@ -89,58 +150,82 @@ Status TrainOrThrow(const TrainConfig& config, EventSink* sink, const TrainOptio
                            config.accumulation_steps, config.max_grad_norm, sync.get());
 
   const int64_t samples = data.size();
-  const StepPlan plan = PlanSteps(samples, config.global_batch, config.epochs, config.max_steps);
+  const WindowScheduleConfig schedule_config = ScheduleOf(config, samples);
+  WindowSchedule schedule(schedule_config);
+  const int64_t total = schedule.steps_total();
+  // The learning rate the schedule starts from: scaled to the (full)
+  // global batch under the linear rule.
+  const int64_t full_accumulation =
+      WindowSchedule::AccumulationAt(schedule_config, config.lr_schedule.warmup_steps);
+  const int64_t full_global = config.micro_batch * full_accumulation * config.world_size;
+  const double base_lr = config.base_batch > 0
+                             ? LinearlyScaledLr(config.optimizer.lr, full_global, config.base_batch)
+                             : config.optimizer.lr;
+
   RunReport run;
   run.device = config.device;
   run.parameters = CountParameters(*model->module);
   run.samples_per_epoch = samples;
-  run.steps_per_epoch = plan.steps_per_epoch;
-  run.steps_total = plan.steps_total;
+  run.steps_per_epoch = schedule.steps_in_first_epoch();
+  run.steps_total = total;
+  run.lr_first = LearningRate(config.lr_schedule, base_lr, 0, total);
+  run.lr_last = LearningRate(config.lr_schedule, base_lr, std::max<int64_t>(0, total - 1), total);
+  if (config.nominal_batch > 0) {
+    for (int64_t t = 0; t < std::min(total, config.lr_schedule.warmup_steps + 1); ++t) {
+      run.accumulation_ramp.push_back(WindowSchedule::AccumulationAt(schedule_config, t));
+    }
+  }
   sink->OnRun(run);
 
-  int64_t step = 0;
-  for (int64_t epoch = 0; step < plan.steps_total; ++epoch) {
-    const std::vector<int64_t> order = EpochPermutation(samples, config.seed, epoch);
-    for (int64_t w = 0; w < plan.steps_per_epoch && step < plan.steps_total; ++w) {
-      if (options.stop_requested && options.stop_requested->load()) {
-        return Status::Cancelled("stopped at a window boundary after step " +
-                                 std::to_string(step));
-      }
-      const auto start = Clock::now();
-      (*memory)->ResetPeak();
-      const WindowRange range = WindowOf(samples, config.global_batch, w);
-      for (const WindowRange& micro : MicroBatchesOf(range, config.micro_batch,
-                                                     config.accumulation_steps, config.rank)) {
-        window.AddMicroBatch(ToDevice(data.Gather(IndexTensor(order, micro)), *device));
-      }
-      const WindowResult result = window.FinishWindow();
-      (*optimizer)->step();
-      // Freed, not zeroed: between windows no gradient memory is held.
-      model->module->zero_grad(/*set_to_none=*/true);
-      ++step;
-
-      const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-      StepReport report;
-      report.step = step;
-      report.epoch = epoch;
-      report.microbatches = result.microbatches;
-      report.samples = result.samples;
-      report.effective_batch = config.global_batch;
-      report.loss_items = result.loss_items;
-      report.loss = result.loss;
-      report.lr = config.optimizer.lr;
-      report.grad_norm = result.grad_norm;
-      report.clipped = result.clipped;
-      report.step_seconds = seconds;
-      report.samples_per_second = seconds > 0 ? static_cast<double>(result.samples) / seconds : 0;
-      report.tensor_bytes = (*memory)->current_bytes();
-      report.tensor_peak_bytes = (*memory)->peak_bytes();
-      report.steps_total = plan.steps_total;
-      report.allreduce_calls = result.sync.allreduce_calls;
-      report.allreduce_bytes = result.sync.bytes;
-      report.comm_seconds = result.sync.seconds;
-      sink->OnStep(report);
+  SampleStream stream(samples, config.seed);
+  Window w;
+  while (schedule.Next(&w)) {
+    if (options.stop_requested && options.stop_requested->load()) {
+      return Status::Cancelled("stopped at a window boundary after step " +
+                               std::to_string(w.step - 1));
     }
+    const auto start = Clock::now();
+    (*memory)->ResetPeak();
+    const double lr = LearningRate(config.lr_schedule, base_lr, w.step - 1, total);
+    const double weight_decay =
+        config.nominal_batch > 0
+            ? NominalWeightDecay(config.optimizer.weight_decay, config.nominal_batch,
+                                 config.micro_batch, config.world_size, w.accumulation)
+            : config.optimizer.weight_decay;
+    SetHyperparameters(**optimizer, lr, weight_decay);
+
+    const std::vector<int64_t> indices = stream.Collect(w);
+    window.set_nominal_microbatches(w.accumulation);
+    for (const WindowRange& micro :
+         MicroBatchesOf({0, w.size()}, config.micro_batch, w.accumulation, config.rank)) {
+      window.AddMicroBatch(ToDevice(data.Gather(IndexTensor(indices, micro)), *device));
+    }
+    const WindowResult result = window.FinishWindow();
+    (*optimizer)->step();
+    // Freed, not zeroed: between windows no gradient memory is held.
+    model->module->zero_grad(/*set_to_none=*/true);
+
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    StepReport report;
+    report.step = w.step;
+    report.epoch = w.epoch;
+    report.microbatches = result.microbatches;
+    report.samples = result.samples;
+    report.effective_batch = w.global_batch;
+    report.loss_items = result.loss_items;
+    report.loss = result.loss;
+    report.lr = lr;
+    report.grad_norm = result.grad_norm;
+    report.clipped = result.clipped;
+    report.step_seconds = seconds;
+    report.samples_per_second = seconds > 0 ? static_cast<double>(result.samples) / seconds : 0;
+    report.tensor_bytes = (*memory)->current_bytes();
+    report.tensor_peak_bytes = (*memory)->peak_bytes();
+    report.steps_total = total;
+    report.allreduce_calls = result.sync.allreduce_calls;
+    report.allreduce_bytes = result.sync.bytes;
+    report.comm_seconds = result.sync.seconds;
+    sink->OnStep(report);
   }
   if (config.rank == 0 && !config.output_path.empty()) {
     if (Status saved = SaveStateDict(*model->module, config.output_path); !saved.ok()) {
@@ -151,7 +236,8 @@ Status TrainOrThrow(const TrainConfig& config, EventSink* sink, const TrainOptio
   if (options.final_parameters != nullptr) {
     options.final_parameters->clear();
     for (const auto& p : parameters) {
-      options.final_parameters->push_back(p.detach().to(torch::kCPU, /*non_blocking=*/false, /*copy=*/true));
+      options.final_parameters->push_back(
+          p.detach().to(torch::kCPU, /*non_blocking=*/false, /*copy=*/true));
     }
   }
   return Status::Ok();

@@ -41,6 +41,9 @@ class WindowAccumulator {
                     Normalization normalization, int64_t nominal_microbatches,
                     double max_grad_norm, GradientSync* sync = nullptr);
 
+  // Sets k for the next window (the accumulation may ramp between windows).
+  void set_nominal_microbatches(int64_t k) { nominal_microbatches_ = k; }
+
   // Forward and backward of one micro-batch. No communication, no division.
   void AddMicroBatch(const Batch& batch);
 

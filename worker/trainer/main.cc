@@ -68,6 +68,8 @@ int main(int argc, char** argv) {
   runtime.set_world_size(task.world_size());
   *runtime.mutable_batch() = task.batch();
   runtime.set_pid(getpid());
+  runtime.set_partial_window(task.spec().partial_window().empty() ? "normalize"
+                                                                 : task.spec().partial_window());
   accumulus::trainer::ProtoEventSink sink(kEventsFd, runtime);
 
   if (!config.ok()) {

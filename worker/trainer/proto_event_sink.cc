@@ -26,6 +26,9 @@ void ProtoEventSink::OnRun(const engine::RunReport& report) {
   info->set_samples_per_epoch(report.samples_per_epoch);
   info->set_steps_per_epoch(report.steps_per_epoch);
   info->set_steps_total(report.steps_total);
+  info->set_lr_first(report.lr_first);
+  info->set_lr_last(report.lr_last);
+  for (int64_t k : report.accumulation_ramp) info->add_accumulation_ramp(k);
   Write(message);
 }
 

@@ -31,7 +31,12 @@ StatusOr<engine::TrainConfig> ToTrainConfig(const v1::TrainerTask& task) {
   c.optimizer.eps = spec.optimizer().eps();
   c.micro_batch = batch->micro_batch();
   c.accumulation_steps = batch->accumulation_steps();
-  c.global_batch = batch->global_batch();
+  c.nominal_batch = spec.nominal_batch();
+  c.partial_window = ScheduleOf(spec, *batch).policy;
+  c.lr_schedule.kind = spec.lr_schedule().kind();
+  c.lr_schedule.warmup_steps = spec.lr_schedule().warmup_steps();
+  c.lr_schedule.min_lr_ratio = spec.lr_schedule().min_lr_ratio();
+  if (spec.lr_scaling() == "linear") c.base_batch = spec.base_batch();
   c.world_size = batch->devices();
   c.rank = task.rank();
   c.max_grad_norm = spec.max_grad_norm();

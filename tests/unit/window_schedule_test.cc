@@ -1,0 +1,91 @@
+#include "common/window_schedule.h"
+
+#include <gtest/gtest.h>
+
+#include "common/batch_arithmetic.h"
+
+namespace accumulus {
+namespace {
+
+WindowScheduleConfig Config(PartialWindow policy, int64_t samples = 100, int64_t epochs = 2) {
+  WindowScheduleConfig c;
+  c.samples_per_epoch = samples;
+  c.micro_batch = 8;
+  c.accumulation_steps = 4;  // global batch 32
+  c.policy = policy;
+  c.epochs = epochs;
+  return c;
+}
+
+std::vector<Window> All(const WindowScheduleConfig& config) {
+  WindowSchedule schedule(config);
+  std::vector<Window> out;
+  Window w;
+  while (schedule.Next(&w)) out.push_back(w);
+  EXPECT_EQ(static_cast<int64_t>(out.size()), schedule.steps_total());
+  return out;
+}
+
+TEST(WindowSchedule, NormalizeEndsEachEpochWithAShortStep) {
+  const auto windows = All(Config(PartialWindow::kNormalize));
+  ASSERT_EQ(windows.size(), 8u);  // ceil(100 / 32) per epoch
+  EXPECT_EQ(windows[3].size(), 4);
+  EXPECT_EQ(windows[3].epoch, 0);
+  EXPECT_EQ(windows[4].segments.at(0).epoch, 1);
+  EXPECT_EQ(windows[4].segments.at(0).begin, 0);
+  EXPECT_EQ(windows[7].size(), 4);
+  EXPECT_EQ(WindowSchedule(Config(PartialWindow::kNormalize)).steps_in_first_epoch(), 4);
+}
+
+TEST(WindowSchedule, DropSkipsTheRemainder) {
+  const auto windows = All(Config(PartialWindow::kDrop));
+  ASSERT_EQ(windows.size(), 6u);  // floor(100 / 32) per epoch
+  for (const Window& w : windows) EXPECT_EQ(w.size(), 32);
+  EXPECT_EQ(windows[3].epoch, 1);
+  EXPECT_EQ(windows[3].segments.at(0).begin, 0);
+}
+
+TEST(WindowSchedule, CarryRunsWindowsAcrossEpochs) {
+  const auto windows = All(Config(PartialWindow::kCarry));
+  ASSERT_EQ(windows.size(), 7u);  // ceil(200 / 32): six full, one of 8
+  const Window& across = windows[3];
+  ASSERT_EQ(across.segments.size(), 2u);
+  EXPECT_EQ(across.segments[0].epoch, 0);
+  EXPECT_EQ(across.segments[0].size(), 4);
+  EXPECT_EQ(across.segments[1].epoch, 1);
+  EXPECT_EQ(across.segments[1].size(), 28);
+  EXPECT_EQ(windows.back().size(), 200 - 6 * 32);
+}
+
+TEST(WindowSchedule, MaxStepsCapsTheJob) {
+  WindowScheduleConfig c = Config(PartialWindow::kNormalize, 100, 0);
+  c.max_steps = 11;
+  const auto windows = All(c);
+  ASSERT_EQ(windows.size(), 11u);
+  EXPECT_EQ(windows.back().epoch, 2);  // runs on across epochs
+}
+
+TEST(WindowSchedule, NominalBatchRampsTheAccumulationOverWarmup) {
+  WindowScheduleConfig c = Config(PartialWindow::kNormalize, 10000, 1);
+  c.micro_batch = 16;
+  c.nominal_batch = 64;  // full accumulation 64 / 16 = 4
+  c.warmup_steps = 6;
+  const auto windows = All(c);
+  std::vector<int64_t> ramp;
+  for (int i = 0; i < 8; ++i) ramp.push_back(windows[static_cast<size_t>(i)].accumulation);
+  // np.interp(t, [0, 6], [1, 4]).round() = 1, 1.5→2, 2, 2.5→2, 3, 3.5→4, then 4
+  EXPECT_EQ(ramp, (std::vector<int64_t>{1, 2, 2, 2, 3, 4, 4, 4}));
+  for (const Window& w : windows) EXPECT_EQ(w.global_batch, 16 * w.accumulation);
+}
+
+TEST(NominalBatch, AccumulationAndWeightDecayFollowTheFormula) {
+  EXPECT_EQ(NominalAccumulation(64, 16, 1, 100, 0), 4);
+  EXPECT_EQ(NominalAccumulation(64, 24, 1, 100, 0), 3);   // round(2.67)
+  EXPECT_EQ(NominalAccumulation(64, 128, 1, 100, 0), 1);  // never below 1
+  EXPECT_EQ(NominalAccumulation(64, 8, 2, 100, 0), 4);    // micro × devices
+  EXPECT_DOUBLE_EQ(NominalWeightDecay(5e-4, 64, 16, 1, 4), 5e-4);
+  EXPECT_DOUBLE_EQ(NominalWeightDecay(5e-4, 64, 24, 1, 3), 5e-4 * 72 / 64);
+}
+
+}  // namespace
+}  // namespace accumulus
