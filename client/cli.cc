@@ -2,10 +2,9 @@
 
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <iostream>
-
-#include <CLI/CLI.hpp>
 
 #include "client/controller_client.h"
 #include "client/local_cluster.h"
@@ -28,8 +27,9 @@ int Fail(const Status& status) {
 }
 
 ControllerClient Connect(const GlobalFlags& flags) {
-  return ControllerClient(flags.controller, std::chrono::milliseconds(static_cast<int64_t>(
-                                                flags.timeout_seconds * 1000)));
+  return ControllerClient(
+      flags.controller,
+      std::chrono::milliseconds(static_cast<int64_t>(flags.timeout_seconds * 1000)));
 }
 
 bool Json(const GlobalFlags& flags) { return flags.output == "json"; }
@@ -85,9 +85,9 @@ int Submit(const GlobalFlags& flags, const std::string& path, bool watch) {
     std::cout << ToJsonLine(*job) << "\n";
   } else {
     const v1::BatchPlan& b = job->batch();
-    std::cout << "submitted " << job->id() << ": global batch " << b.global_batch()
-              << " = micro " << b.micro_batch() << " × accumulation " << b.accumulation_steps()
-              << " × devices " << b.devices() << ", " << job->steps_total() << " steps\n";
+    std::cout << "submitted " << job->id() << ": global batch " << b.global_batch() << " = micro "
+              << b.micro_batch() << " × accumulation " << b.accumulation_steps() << " × devices "
+              << b.devices() << ", " << job->steps_total() << " steps\n";
   }
   std::cout << std::flush;
   return watch ? Watch(client, flags, job->id()) : 0;

@@ -1,12 +1,12 @@
 // The CLI's view of the controller API: one call per RPC, errors as Status.
 #pragma once
 
+#include <grpcpp/grpcpp.h>
+
 #include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
-
-#include <grpcpp/grpcpp.h>
 
 #include "accumulus/v1/controller.grpc.pb.h"
 #include "common/status.h"

@@ -23,9 +23,12 @@ StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(const LocalClusterOp
   cluster->worker_log_ = (dir / "worker.log").string();
 
   SpawnOptions controller;
-  controller.argv = {SiblingExecutable("accumulus-controller"), "--listen",
+  controller.argv = {SiblingExecutable("accumulus-controller"),
+                     "--listen",
                      options.listen_host + ":" + std::to_string(options.grpc_port),
-                     "--metrics-host", options.listen_host, "--metrics-port",
+                     "--metrics-host",
+                     options.listen_host,
+                     "--metrics-port",
                      std::to_string(options.metrics_port)};
   controller.capture_stdout = true;
   controller.log_path = cluster->controller_log_;
@@ -46,10 +49,17 @@ StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(const LocalClusterOp
   cluster->metrics_port_ = std::stoi(match[2]);
 
   SpawnOptions worker;
-  worker.argv = {SiblingExecutable("accumulus-worker"), "--controller",
-                 cluster->controller_address(), "--work-dir", (dir / "worker").string(),
-                 "--worker-id", "local-worker", "--cpu-slots", std::to_string(options.cpu_slots),
-                 "--advertise-address", options.listen_host};
+  worker.argv = {SiblingExecutable("accumulus-worker"),
+                 "--controller",
+                 cluster->controller_address(),
+                 "--work-dir",
+                 (dir / "worker").string(),
+                 "--worker-id",
+                 "local-worker",
+                 "--cpu-slots",
+                 std::to_string(options.cpu_slots),
+                 "--advertise-address",
+                 options.listen_host};
   worker.log_path = cluster->worker_log_;
   auto w = Subprocess::Spawn(worker);
   if (!w.ok()) return w.status();

@@ -1,10 +1,10 @@
 #include "client/render.h"
 
+#include <google/protobuf/util/json_util.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <sstream>
-
-#include <google/protobuf/util/json_util.h>
 
 namespace accumulus::client {
 namespace {
@@ -40,8 +40,7 @@ std::string RanksText(const v1::StepMetrics& m) {
   for (const auto& r : m.ranks()) {
     out += " " + std::to_string(r.rank()) + "@" + r.worker_id() + " " +
            std::to_string(r.allreduce_calls()) + " all-reduces " + HumanBytes(r.allreduce_bytes()) +
-           " " +
-           Format("%.1f ms", r.comm_seconds() * 1000) + ",";
+           " " + Format("%.1f ms", r.comm_seconds() * 1000) + ",";
   }
   out.pop_back();
   return out;
@@ -72,8 +71,8 @@ std::string HumanBytes(int64_t bytes) {
 }
 
 std::string JobTable(const v1::ListJobsResponse& jobs) {
-  std::string out = Pad("ID", 10) + Pad("STATE", 11) + Pad("NAME", 22) + Pad("BATCH (g = m×k×d)", 20) +
-                    Pad("STEPS", 12) + Pad("LOSS", 10) + "WORKER\n";
+  std::string out = Pad("ID", 10) + Pad("STATE", 11) + Pad("NAME", 22) +
+                    Pad("BATCH (g = m×k×d)", 20) + Pad("STEPS", 12) + Pad("LOSS", 10) + "WORKER\n";
   for (const auto& j : jobs.jobs()) {
     out += Pad(j.id(), 10) + Pad(StateName(j.state()), 11) + Pad(j.spec().name(), 22) +
            Pad(BatchText(j.batch()), 20) +
@@ -94,10 +93,11 @@ std::string JobDetails(const v1::Job& j) {
       << "batch:        global " << j.batch().global_batch() << " = micro "
       << j.batch().micro_batch() << " × accumulation " << j.batch().accumulation_steps()
       << " × devices " << j.batch().devices() << "\n"
-      << "normalization:" << " " << s.normalization() << "\n"
+      << "normalization:"
+      << " " << s.normalization() << "\n"
       << "model:        " << s.model().kind() << "\n"
-      << "data:         " << s.data().kind() << " " << s.data().task() << ", "
-      << s.data().samples() << " samples\n"
+      << "data:         " << s.data().kind() << " " << s.data().task() << ", " << s.data().samples()
+      << " samples\n"
       << "optimizer:    " << s.optimizer().kind() << " lr " << s.optimizer().lr() << "\n"
       << "steps:        " << j.steps_done() << "/" << j.steps_total() << "\n";
   if (j.has_last_step()) {
@@ -110,8 +110,8 @@ std::string JobDetails(const v1::Job& j) {
 }
 
 std::string WorkerTable(const v1::ListWorkersResponse& workers) {
-  std::string out = Pad("WORKER", 20) + Pad("DEVICE", 10) + Pad("CORES", 7) + Pad("MEMORY", 12) +
-                    "JOB\n";
+  std::string out =
+      Pad("WORKER", 20) + Pad("DEVICE", 10) + Pad("CORES", 7) + Pad("MEMORY", 12) + "JOB\n";
   for (const auto& w : workers.workers()) {
     for (int i = 0; i < w.devices_size(); ++i) {
       const v1::Device& d = w.devices(i);
@@ -127,12 +127,16 @@ std::string WorkerTable(const v1::ListWorkersResponse& workers) {
 std::string EventLine(const v1::JobEvent& e) {
   if (e.has_step()) {
     const v1::StepMetrics& m = e.step();
-    return "step " + std::to_string(m.step()) + "/" + std::to_string(m.steps_total()) +
-           "  epoch " + std::to_string(m.epoch()) + "  loss " + Format("%.6f", m.loss()) +
-           "  lr " + Format("%.4g", m.lr()) + "  grad_norm " + Format("%.4g", m.grad_norm()) +
-           (m.clipped() ? " (clipped)" : "") + "  window " + std::to_string(m.microbatches()) +
-           "×micro, " + std::to_string(m.samples()) + "/" + std::to_string(m.effective_batch()) +
-           " samples  " + HumanRate(m.samples_per_second()) + " samples/s  peak " +
+    return "step " + std::to_string(m.step()) + "/" + std::to_string(m.steps_total()) + "  epoch " +
+           std::to_string(m.epoch()) + "  loss " + Format("%.6f", m.loss()) + "  lr " +
+           Format("%.4g", m.lr()) + "  grad_norm " + Format("%.4g", m.grad_norm()) +
+           (m.clipped() ? " (clipped)" : "") +
+           (m.skipped() ? "  SKIPPED (inf/NaN gradient; loss scale now lower)" : "") +
+           (m.loss_scale() != 0 && m.loss_scale() != 1 ? "  scale " + Format("%.0f", m.loss_scale())
+                                                       : "") +
+           "  window " + std::to_string(m.microbatches()) + "×micro, " +
+           std::to_string(m.samples()) + "/" + std::to_string(m.effective_batch()) + " samples  " +
+           HumanRate(m.samples_per_second()) + " samples/s  peak " +
            HumanBytes(m.tensor_peak_bytes()) + RanksText(m);
   }
   if (e.has_state()) {
@@ -146,8 +150,8 @@ std::string EventLine(const v1::JobEvent& e) {
     for (int64_t k : r.accumulation_ramp()) ramp += (ramp.empty() ? "" : ",") + std::to_string(k);
     return "plan  " + std::to_string(r.steps_total()) + " steps (" +
            std::to_string(r.steps_per_epoch()) + " in the first epoch of " +
-           std::to_string(r.samples_per_epoch()) + " samples, partial window: " +
-           r.partial_window() + "), batch " + BatchText(r.batch()) +
+           std::to_string(r.samples_per_epoch()) +
+           " samples, partial window: " + r.partial_window() + "), batch " + BatchText(r.batch()) +
            (ramp.empty() ? "" : " (accumulation ramps " + ramp + ")") + ", lr " +
            Format("%.4g", r.lr_first()) + " → " + Format("%.4g", r.lr_last()) + ", " +
            std::to_string(r.parameters()) + " parameters\n" + "      rank " +

@@ -2,9 +2,9 @@
 // JSON object per line for programs.
 #pragma once
 
-#include <string>
-
 #include <google/protobuf/message.h>
+
+#include <string>
 
 #include "accumulus/v1/controller.pb.h"
 

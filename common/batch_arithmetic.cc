@@ -45,8 +45,8 @@ StatusOr<BatchSizes> ResolveBatch(const BatchRequest& r) {
   if (has_global + has_micro + has_accum < 2) {
     return Status::InvalidArgument(
         "give two of global_batch, micro_batch and accumulation_steps (got " +
-        Field("global_batch", r.global_batch) + ", " + Field("micro_batch", r.micro_batch) +
-        ", " + Field("accumulation_steps", r.accumulation_steps) +
+        Field("global_batch", r.global_batch) + ", " + Field("micro_batch", r.micro_batch) + ", " +
+        Field("accumulation_steps", r.accumulation_steps) +
         "); for no accumulation set accumulation_steps 1");
   }
 
@@ -74,9 +74,8 @@ StatusOr<BatchSizes> ResolveBatch(const BatchRequest& r) {
   const int64_t given = has_micro ? r.micro_batch : r.accumulation_steps;
   auto divisor = Multiply(given, devices);
   if (!divisor || r.global_batch % *divisor != 0) {
-    return Status::InvalidArgument(Field("global_batch", r.global_batch) +
-                                   " is not divisible by " + Field(given_name, given) +
-                                   devices_text);
+    return Status::InvalidArgument(Field("global_batch", r.global_batch) + " is not divisible by " +
+                                   Field(given_name, given) + devices_text);
   }
   const int64_t derived = r.global_batch / *divisor;
   out.micro_batch = has_micro ? r.micro_batch : derived;

@@ -63,9 +63,9 @@ Status CheckModel(v1::ModelSpec* model) {
   if (Status s = OneOf("model.kind", model->kind(), {"mlp"}); !s.ok()) return s;
   for (int i = 0; i < model->hidden_size(); ++i) {
     if (model->hidden(i) <= 0) {
-      return Status::InvalidArgument(Describe("model.hidden[" + std::to_string(i) + "]",
-                                              model->hidden(i)) +
-                                     " must be positive");
+      return Status::InvalidArgument(
+          Describe("model.hidden[" + std::to_string(i) + "]", model->hidden(i)) +
+          " must be positive");
     }
   }
   return Status::Ok();
@@ -91,8 +91,7 @@ Status CheckData(v1::DataSpec* data, uint64_t job_seed) {
                                    " must be at least 2 classes for classification");
   }
   if (data->outputs() < 0) {
-    return Status::InvalidArgument(Describe("data.outputs", data->outputs()) +
-                                   " must be positive");
+    return Status::InvalidArgument(Describe("data.outputs", data->outputs()) + " must be positive");
   }
   return Status::Ok();
 }
@@ -118,8 +117,9 @@ Status CheckOptimizer(v1::OptimizerSpec* opt) {
     return Status::InvalidArgument("optimizer.nesterov needs optimizer.momentum > 0");
   }
   if (opt->kind() != "sgd" && (opt->momentum() != 0 || opt->nesterov())) {
-    return Status::InvalidArgument("optimizer.momentum and optimizer.nesterov apply to \"sgd\" only, not " +
-                                   Quoted(opt->kind()));
+    return Status::InvalidArgument(
+        "optimizer.momentum and optimizer.nesterov apply to \"sgd\" only, not " +
+        Quoted(opt->kind()));
   }
   return Status::Ok();
 }
@@ -133,6 +133,10 @@ StatusOr<v1::JobSpec> NormalizeJobSpec(const v1::JobSpec& input) {
   if (spec.partial_window().empty()) spec.set_partial_window("normalize");
   if (spec.lr_schedule().kind().empty()) spec.mutable_lr_schedule()->set_kind("constant");
   if (spec.lr_scaling().empty()) spec.set_lr_scaling("none");
+  if (spec.precision().empty()) spec.set_precision("fp32");
+  if (spec.loss_scaling().empty()) {
+    spec.set_loss_scaling(spec.precision() == "fp16" ? "dynamic" : "none");
+  }
   Status s = FirstError({
       CheckModel(spec.mutable_model()),
       CheckData(spec.mutable_data(), spec.seed()),
@@ -147,25 +151,36 @@ StatusOr<v1::JobSpec> NormalizeJobSpec(const v1::JobSpec& input) {
       NotNegative("bucket_megabytes", spec.bucket_megabytes()),
       OneOf("partial_window", spec.partial_window(), {"normalize", "drop", "carry"}),
       OneOf("lr_schedule.kind", spec.lr_schedule().kind(), {"constant", "cosine", "linear"}),
-      NotNegative("lr_schedule.warmup_steps", static_cast<double>(spec.lr_schedule().warmup_steps())),
+      NotNegative("lr_schedule.warmup_steps",
+                  static_cast<double>(spec.lr_schedule().warmup_steps())),
       InUnitInterval("lr_schedule.min_lr_ratio", spec.lr_schedule().min_lr_ratio()),
       OneOf("lr_scaling", spec.lr_scaling(), {"none", "linear"}),
       NotNegative("base_batch", static_cast<double>(spec.base_batch())),
       NotNegative("nominal_batch", static_cast<double>(spec.nominal_batch())),
+      OneOf("precision", spec.precision(), {"fp32", "bf16", "fp16"}),
+      OneOf("loss_scaling", spec.loss_scaling(), {"none", "dynamic"}),
+      NotNegative("initial_loss_scale", spec.initial_loss_scale()),
+      NotNegative("loss_scale_growth_interval", spec.loss_scale_growth_interval()),
   });
   if (!s.ok()) return s;
   if (spec.devices() < 0) {
     return Status::InvalidArgument(Describe("devices", spec.devices()) + " must be positive");
   }
+  if (spec.precision() == "fp16" && spec.loss_scaling() != "dynamic") {
+    return Status::InvalidArgument("precision \"fp16\" needs loss_scaling \"dynamic\" (got \"" +
+                                   spec.loss_scaling() + "\")");
+  }
   if (spec.lr_scaling() == "linear" && spec.base_batch() == 0) {
-    return Status::InvalidArgument("lr_scaling \"linear\" needs base_batch (the batch lr was tuned for)");
+    return Status::InvalidArgument(
+        "lr_scaling \"linear\" needs base_batch (the batch lr was tuned for)");
   }
   if (spec.nominal_batch() > 0 &&
       (spec.micro_batch() == 0 || spec.accumulation_steps() != 0 || spec.global_batch() != 0)) {
     return Status::InvalidArgument(
         "nominal_batch " + std::to_string(spec.nominal_batch()) +
         " derives accumulation_steps and global_batch from micro_batch: give micro_batch only (got "
-        "micro_batch " + std::to_string(spec.micro_batch()) + ", accumulation_steps " +
+        "micro_batch " +
+        std::to_string(spec.micro_batch()) + ", accumulation_steps " +
         std::to_string(spec.accumulation_steps()) + ", global_batch " +
         std::to_string(spec.global_batch()) + ")");
   }

@@ -14,10 +14,18 @@ class JsonEscapedMessage : public spdlog::custom_flag_formatter {
               spdlog::memory_buf_t& dest) override {
     for (char c : msg.payload) {
       switch (c) {
-        case '"': dest.append(std::string_view("\\\"")); break;
-        case '\\': dest.append(std::string_view("\\\\")); break;
-        case '\n': dest.append(std::string_view("\\n")); break;
-        case '\t': dest.append(std::string_view("\\t")); break;
+        case '"':
+          dest.append(std::string_view("\\\""));
+          break;
+        case '\\':
+          dest.append(std::string_view("\\\\"));
+          break;
+        case '\n':
+          dest.append(std::string_view("\\n"));
+          break;
+        case '\t':
+          dest.append(std::string_view("\\t"));
+          break;
         default:
           if (static_cast<unsigned char>(c) < 0x20) {
             char escaped[8];
@@ -42,8 +50,8 @@ Status SetUpLogging(const std::string& component, const LoggingOptions& options)
     return Status::InvalidArgument("--log-level \"" + options.level +
                                    "\" is not one of trace, debug, info, warn, error, off");
   }
-  auto logger = std::make_shared<spdlog::logger>(
-      component, std::make_shared<spdlog::sinks::stderr_sink_mt>());
+  auto logger = std::make_shared<spdlog::logger>(component,
+                                                 std::make_shared<spdlog::sinks::stderr_sink_mt>());
   if (options.format == "json") {
     auto formatter = std::make_unique<spdlog::pattern_formatter>(spdlog::pattern_time_type::utc);
     formatter->add_flag<JsonEscapedMessage>('j').set_pattern(

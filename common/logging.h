@@ -2,10 +2,10 @@
 // human-readable or JSON lines (for log collectors on clusters).
 #pragma once
 
+#include <spdlog/spdlog.h>
+
 #include <memory>
 #include <string>
-
-#include <spdlog/spdlog.h>
 
 #include "common/status.h"
 

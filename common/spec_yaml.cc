@@ -1,10 +1,10 @@
 #include "common/spec_yaml.h"
 
-#include <fstream>
-#include <sstream>
-
 #include <google/protobuf/util/json_util.h>
 #include <yaml-cpp/yaml.h>
+
+#include <fstream>
+#include <sstream>
 
 namespace accumulus {
 namespace {
@@ -13,11 +13,20 @@ std::string JsonString(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      default: out += c;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        out += c;
     }
   }
   return out + "\"";
@@ -35,7 +44,9 @@ bool LooksNumeric(const std::string& s) {
 // one; a quoted scalar is always a string.
 void ToJson(const YAML::Node& node, std::string* out) {
   switch (node.Type()) {
-    case YAML::NodeType::Null: *out += "null"; return;
+    case YAML::NodeType::Null:
+      *out += "null";
+      return;
     case YAML::NodeType::Scalar: {
       const std::string& s = node.Scalar();
       const bool plain = node.Tag() != "!";
@@ -67,7 +78,9 @@ void ToJson(const YAML::Node& node, std::string* out) {
       *out += "}";
       return;
     }
-    case YAML::NodeType::Undefined: *out += "null"; return;
+    case YAML::NodeType::Undefined:
+      *out += "null";
+      return;
   }
 }
 
@@ -79,8 +92,7 @@ StatusOr<v1::JobSpec> ParseJobSpecYaml(const std::string& yaml, const std::strin
     root = YAML::Load(yaml);
   } catch (const YAML::Exception& e) {
     return Status::InvalidArgument(source + ": line " + std::to_string(e.mark.line + 1) +
-                                   ", column " + std::to_string(e.mark.column + 1) + ": " +
-                                   e.msg);
+                                   ", column " + std::to_string(e.mark.column + 1) + ": " + e.msg);
   }
   if (!root.IsMap()) {
     return Status::InvalidArgument(source + ": a job spec must be a YAML mapping of fields");

@@ -77,8 +77,10 @@ StatusOr<std::unique_ptr<Subprocess>> Subprocess::Spawn(const SpawnOptions& opti
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, in[0], 0);
-  if (options.capture_stdout) posix_spawn_file_actions_adddup2(&actions, out[1], 1);
-  else if (log_fd >= 0) posix_spawn_file_actions_adddup2(&actions, log_fd, 1);
+  if (options.capture_stdout)
+    posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+  else if (log_fd >= 0)
+    posix_spawn_file_actions_adddup2(&actions, log_fd, 1);
   if (log_fd >= 0) posix_spawn_file_actions_adddup2(&actions, log_fd, 2);
   if (options.message_pipe) posix_spawn_file_actions_adddup2(&actions, messages[1], 3);
 
@@ -170,8 +172,8 @@ Subprocess::ExitInfo Subprocess::Wait() {
     exit_.description = "exit code " + std::to_string(exit_.exit_code);
   } else if (WIFSIGNALED(status)) {
     exit_.signal = WTERMSIG(status);
-    exit_.description = "killed by signal " + std::to_string(exit_.signal) + " (" +
-                        strsignal(exit_.signal) + ")";
+    exit_.description =
+        "killed by signal " + std::to_string(exit_.signal) + " (" + strsignal(exit_.signal) + ")";
   }
   reaped_ = true;
   return exit_;

@@ -17,13 +17,13 @@
 namespace accumulus {
 
 struct SpawnOptions {
-  std::vector<std::string> argv;            // argv[0] is the executable's path
-  std::map<std::string, std::string> env;   // set on top of the parent's environment
-  std::string stdin_data;                   // written to the child's stdin, then closed
-  bool capture_stdout = false;              // readable with ReadLine()
-  std::string log_path;                     // stderr (and stdout unless captured), appended;
-                                            // empty: inherit the parent's
-  bool message_pipe = false;                // fd 3 in the child → message_fd() here
+  std::vector<std::string> argv;           // argv[0] is the executable's path
+  std::map<std::string, std::string> env;  // set on top of the parent's environment
+  std::string stdin_data;                  // written to the child's stdin, then closed
+  bool capture_stdout = false;             // readable with ReadLine()
+  std::string log_path;                    // stderr (and stdout unless captured), appended;
+                                           // empty: inherit the parent's
+  bool message_pipe = false;               // fd 3 in the child → message_fd() here
 };
 
 class Subprocess {
@@ -40,8 +40,8 @@ class Subprocess {
   void Signal(int signal);
 
   struct ExitInfo {
-    bool success = false;     // exited with code 0
-    int exit_code = -1;       // -1 when killed by a signal
+    bool success = false;  // exited with code 0
+    int exit_code = -1;    // -1 when killed by a signal
     int signal = 0;
     std::string description;  // "exit code 1", "killed by signal 9 (Killed)"
   };

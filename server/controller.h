@@ -2,11 +2,11 @@
 // and the /metrics endpoint around one JobManager.
 #pragma once
 
+#include <grpcpp/grpcpp.h>
+
 #include <chrono>
 #include <memory>
 #include <string>
-
-#include <grpcpp/grpcpp.h>
 
 #include "common/metrics/http_exporter.h"
 #include "common/metrics/registry.h"

@@ -6,16 +6,16 @@ ControllerMetrics::ControllerMetrics(metrics::Registry* r)
     : jobs(r->AddGauge("accumulus_jobs", "Jobs known to the controller, by state.", {"state"})),
       jobs_submitted(
           r->AddCounter("accumulus_jobs_submitted_total", "Jobs accepted.")->WithLabels({})),
-      jobs_rejected(r->AddCounter("accumulus_jobs_rejected_total",
-                                  "Job submissions rejected as invalid.")
-                        ->WithLabels({})),
-      workers_connected(r->AddGauge("accumulus_workers_connected", "Workers with a live link.")
-                            ->WithLabels({})),
+      jobs_rejected(
+          r->AddCounter("accumulus_jobs_rejected_total", "Job submissions rejected as invalid.")
+              ->WithLabels({})),
+      workers_connected(
+          r->AddGauge("accumulus_workers_connected", "Workers with a live link.")->WithLabels({})),
       device_slots_free(
           r->AddGauge("accumulus_device_slots_free", "Device slots not held by a job.")
               ->WithLabels({})),
-      events_total(r->AddCounter("accumulus_job_events_total", "Job events recorded.")
-                       ->WithLabels({})),
+      events_total(
+          r->AddCounter("accumulus_job_events_total", "Job events recorded.")->WithLabels({})),
       watchers(r->AddGauge("accumulus_watchers", "Open WatchJob streams.")->WithLabels({})),
       job_steps(r->AddCounter("accumulus_job_steps_total", "Optimizer steps taken.", {"job"})),
       job_loss(r->AddGauge("accumulus_job_loss", "Mean loss of the latest window.", {"job"})),
@@ -25,8 +25,8 @@ ControllerMetrics::ControllerMetrics(metrics::Registry* r)
                                       "micro_batch x accumulation_steps x devices.", {"job"})),
       job_tensor_peak_bytes(r->AddGauge("accumulus_job_tensor_peak_bytes",
                                         "Peak tensor bytes within the latest window.", {"job"})),
-      job_step_seconds(r->AddHistogram(
-          "accumulus_job_step_seconds", "Wall time of one optimizer step (window).",
-          {0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 60}, {"job"})) {}
+      job_step_seconds(
+          r->AddHistogram("accumulus_job_step_seconds", "Wall time of one optimizer step (window).",
+                          {0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 60}, {"job"})) {}
 
 }  // namespace accumulus::server

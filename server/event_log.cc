@@ -1,8 +1,8 @@
 #include "server/event_log.h"
 
-#include <algorithm>
-
 #include <google/protobuf/util/time_util.h>
+
+#include <algorithm>
 
 namespace accumulus::server {
 

@@ -1,9 +1,9 @@
 #include "server/job_manager.h"
 
-#include <algorithm>
-
 #include <google/protobuf/util/time_util.h>
 #include <spdlog/spdlog.h>
+
+#include <algorithm>
 
 #include "common/job_spec.h"
 #include "server/placement.h"
@@ -14,8 +14,7 @@ namespace {
 using google::protobuf::util::TimeUtil;
 
 bool IsTerminal(v1::JobState s) {
-  return s == v1::JOB_STATE_SUCCEEDED || s == v1::JOB_STATE_FAILED ||
-         s == v1::JOB_STATE_CANCELLED;
+  return s == v1::JOB_STATE_SUCCEEDED || s == v1::JOB_STATE_FAILED || s == v1::JOB_STATE_CANCELLED;
 }
 
 std::string StateLabel(v1::JobState s) {
@@ -164,7 +163,8 @@ uint64_t JobManager::WorkerConnected(const v1::Register& registration, WorkerSen
     worker.slot_jobs.assign(static_cast<size_t>(registration.devices_size()), "");
     for (const std::string& job_id : worker.jobs) {
       for (int slot : FindLocked(job_id)->slots[id]) {
-        if (slot < registration.devices_size()) worker.slot_jobs[static_cast<size_t>(slot)] = job_id;
+        if (slot < registration.devices_size())
+          worker.slot_jobs[static_cast<size_t>(slot)] = job_id;
       }
     }
     ScheduleLocked(&touched);
@@ -280,8 +280,7 @@ void JobManager::SetStateLocked(JobRecord* record, v1::JobState state, const std
     metrics_->job_effective_batch->Remove(labels);
     metrics_->job_tensor_peak_bytes->Remove(labels);
     metrics_->job_step_seconds->Remove(labels);
-    spdlog::info("job {} {}{}{}", job.id(), StateLabel(state), reason.empty() ? "" : ": ",
-                 reason);
+    spdlog::info("job {} {}{}{}", job.id(), StateLabel(state), reason.empty() ? "" : ": ", reason);
   }
   record->log->Append(StateEvent(state, reason, job.worker_id()), terminal);
   metrics_->events_total->Increment();
@@ -305,8 +304,8 @@ void JobManager::WorkerLeftJobLocked(JobRecord* record, const std::string& worke
   }
 }
 
-void JobManager::EndJobEarlyLocked(JobRecord* record, v1::JobState state,
-                                   const std::string& reason, Touched* touched) {
+void JobManager::EndJobEarlyLocked(JobRecord* record, v1::JobState state, const std::string& reason,
+                                   Touched* touched) {
   if (IsTerminal(record->job.state())) return;
   const bool cancelling = record->job.state() == v1::JOB_STATE_CANCELLING;
   const v1::JobState final_state = cancelling ? v1::JOB_STATE_CANCELLED : state;

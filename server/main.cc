@@ -1,10 +1,10 @@
 // accumulus-controller: parses flags, starts the Controller, waits for
 // SIGINT/SIGTERM, stops gracefully.
-#include <cstdio>
-#include <iostream>
+#include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
-#include <spdlog/spdlog.h>
+#include <cstdio>
+#include <iostream>
 
 #include "common/logging.h"
 #include "common/signals.h"
@@ -13,7 +13,8 @@
 int main(int argc, char** argv) {
   accumulus::server::ControllerOptions options;
   accumulus::LoggingOptions logging;
-  CLI::App app{"accumulus-controller: accepts gradient-accumulation jobs and places them on workers"};
+  CLI::App app{
+      "accumulus-controller: accepts gradient-accumulation jobs and places them on workers"};
   app.add_option("--listen", options.listen_address, "gRPC listen address (port 0: any free port)")
       ->capture_default_str();
   app.add_option("--metrics-host", options.metrics_host, "host for the /metrics HTTP endpoint")

@@ -4,10 +4,10 @@
 // so a slow watcher delays nobody.
 #pragma once
 
+#include <grpcpp/grpcpp.h>
+
 #include <memory>
 #include <mutex>
-
-#include <grpcpp/grpcpp.h>
 
 #include "accumulus/v1/job.pb.h"
 #include "server/controller_metrics.h"
@@ -51,7 +51,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::JobEvent> {
   bool writing_ = false;
   bool cancelled_ = false;
   bool finish_called_ = false;  // gRPC needs exactly one Finish
-  v1::JobEvent message_;  // owned by gRPC between StartWrite and OnWriteDone
+  v1::JobEvent message_;        // owned by gRPC between StartWrite and OnWriteDone
 };
 
 }  // namespace accumulus::server

@@ -1,10 +1,10 @@
 #include "server/worker_link_service.h"
 
+#include <spdlog/spdlog.h>
+
 #include <deque>
 #include <memory>
 #include <mutex>
-
-#include <spdlog/spdlog.h>
 
 namespace accumulus::server {
 namespace {

@@ -1,8 +1,8 @@
 #include "worker/controller_link.h"
 
-#include <algorithm>
-
 #include <spdlog/spdlog.h>
+
+#include <algorithm>
 
 namespace accumulus::worker {
 
@@ -26,7 +26,9 @@ ControllerLink::ControllerLink(LinkOptions options, v1::Register registration,
 
 ControllerLink::~ControllerLink() { Stop(); }
 
-void ControllerLink::Start() { thread_ = std::thread([this] { Run(); }); }
+void ControllerLink::Start() {
+  thread_ = std::thread([this] { Run(); });
+}
 
 void ControllerLink::Stop() {
   {
@@ -89,7 +91,8 @@ bool ControllerLink::RunSession() {
       std::lock_guard<std::mutex> lock(mutex_);
       session_live_ = true;
     }
-    std::thread writer([&] { WriteLoop(stream.get(), reply.registered().heartbeat_interval_ms()); });
+    std::thread writer(
+        [&] { WriteLoop(stream.get(), reply.registered().heartbeat_interval_ms()); });
     while (stream->Read(&reply)) on_message_(reply);
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -116,9 +119,8 @@ void ControllerLink::WriteLoop(
     v1::WorkerMessage message;
     if (outbox_.empty()) {
       // Idle: wake for a message, for the end, or to send a heartbeat.
-      if (!changed_.wait_for(lock, interval, [this] {
-            return !outbox_.empty() || !session_live_ || stopping_;
-          })) {
+      if (!changed_.wait_for(lock, interval,
+                             [this] { return !outbox_.empty() || !session_live_ || stopping_; })) {
         message.mutable_heartbeat();
       } else {
         continue;

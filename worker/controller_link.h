@@ -4,6 +4,8 @@
 // down (bounded) and go out in order once it is up again.
 #pragma once
 
+#include <grpcpp/grpcpp.h>
+
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -12,8 +14,6 @@
 #include <mutex>
 #include <string>
 #include <thread>
-
-#include <grpcpp/grpcpp.h>
 
 #include "accumulus/v1/worker.grpc.pb.h"
 

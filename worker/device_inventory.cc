@@ -1,5 +1,6 @@
 #include "worker/device_inventory.h"
 
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <array>
@@ -8,8 +9,6 @@
 #include <memory>
 #include <sstream>
 #include <thread>
-
-#include <spdlog/spdlog.h>
 
 namespace accumulus::worker {
 namespace {
@@ -27,7 +26,8 @@ std::string CpuModel() {
 }
 
 int64_t PhysicalMemoryBytes() {
-  return static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<int64_t>(sysconf(_SC_PAGESIZE));
+  return static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) *
+         static_cast<int64_t>(sysconf(_SC_PAGESIZE));
 }
 
 // Runs `accumulus-trainer --probe-devices`, which prints one line per CUDA

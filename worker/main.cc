@@ -1,11 +1,10 @@
 // accumulus-worker: parses flags, starts the WorkerDaemon, waits for
 // SIGINT/SIGTERM, stops its trainers gracefully.
 #include <signal.h>
-
-#include <iostream>
+#include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
-#include <spdlog/spdlog.h>
+#include <iostream>
 
 #include "common/logging.h"
 #include "common/paths.h"

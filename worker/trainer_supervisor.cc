@@ -1,13 +1,12 @@
 #include "worker/trainer_supervisor.h"
 
 #include <signal.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-
-#include <spdlog/spdlog.h>
 
 #include "worker/trainer_process.h"
 

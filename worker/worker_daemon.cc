@@ -1,8 +1,7 @@
 #include "worker/worker_daemon.h"
 
-#include <unistd.h>
-
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 namespace accumulus::worker {
 namespace {

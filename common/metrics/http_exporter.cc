@@ -5,7 +5,7 @@
 namespace accumulus::metrics {
 
 StatusOr<std::unique_ptr<HttpExporter>> HttpExporter::Start(const std::string& host, int port,
-                                                           const Registry* registry) {
+                                                            const Registry* registry) {
   std::unique_ptr<HttpExporter> exporter(new HttpExporter());
   exporter->server_ = std::make_unique<httplib::Server>();
   exporter->server_->Get("/metrics", [registry](const httplib::Request&, httplib::Response& res) {

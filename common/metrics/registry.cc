@@ -17,9 +17,12 @@ void AtomicAdd(std::atomic<double>& target, double by) {
 std::string EscapeHelp(const std::string& help) {
   std::string out;
   for (char c : help) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '\n') out += "\\n";
-    else out += c;
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
   }
   return out;
 }
@@ -76,10 +79,14 @@ std::unique_ptr<Histogram> MakeChild<Histogram>(const std::vector<double>& bound
 std::string EscapeLabelValue(const std::string& value) {
   std::string out;
   for (char c : value) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '"') out += "\\\"";
-    else if (c == '\n') out += "\\n";
-    else out += c;
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '"')
+      out += "\\\"";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
   }
   return out;
 }
@@ -201,9 +208,15 @@ std::string Registry::Render() const {
   std::string out;
   for (const auto& [type, index] : order_) {
     switch (type) {
-      case MetricType::kCounter: out += counters_[index]->Render(); break;
-      case MetricType::kGauge: out += gauges_[index]->Render(); break;
-      case MetricType::kHistogram: out += histograms_[index]->Render(); break;
+      case MetricType::kCounter:
+        out += counters_[index]->Render();
+        break;
+      case MetricType::kGauge:
+        out += gauges_[index]->Render();
+        break;
+      case MetricType::kHistogram:
+        out += histograms_[index]->Render();
+        break;
     }
   }
   return out;

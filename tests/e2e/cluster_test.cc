@@ -1,10 +1,9 @@
 // End to end: a real controller and worker on loopback, driven through the
 // real CLI, the way a user drives them.
-#include <signal.h>
-
-#include <gtest/gtest.h>
 #include <google/protobuf/util/json_util.h>
+#include <gtest/gtest.h>
 #include <httplib.h>
+#include <signal.h>
 
 #include "accumulus/v1/controller.pb.h"
 #include "tests/support/test_cluster.h"
@@ -133,8 +132,8 @@ TEST_F(ClusterTest, AccumulatingJobSucceedsWithOneEventPerOptimizerStep) {
 TEST_F(ClusterTest, CancelStopsARunningJobAndFreesItsDevice) {
   const std::string id = Submit(kLongJob);
   std::unique_ptr<Subprocess> watch = cluster_.StartCli({"-o", "json", "watch", id});
-  ASSERT_TRUE(ReadUntil(watch.get(), [](const v1::JobEvent& e) { return e.has_step(); })
-                  .has_step());
+  ASSERT_TRUE(
+      ReadUntil(watch.get(), [](const v1::JobEvent& e) { return e.has_step(); }).has_step());
 
   CliResult cancel = cluster_.Cli({"cancel", id, "--reason", "test says stop"});
   EXPECT_EQ(cancel.exit_code, 0) << cancel.stderr_text;

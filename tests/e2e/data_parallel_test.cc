@@ -1,9 +1,8 @@
 // Data-parallel trainers (separate processes, c10d Gloo on loopback): the
 // same parameters as one rank with the same global batch, one all-reduce
 // pass per window, and no hang when a rank dies.
-#include <signal.h>
-
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <torch/torch.h>
 
 #include <thread>
@@ -128,9 +127,9 @@ class DataParallelEquivalence : public DataParallelTest,
                                 public ::testing::WithParamInterface<std::string> {};
 
 TEST_P(DataParallelEquivalence, TwoRanksMatchOneRankWithTheSameGlobalBatch) {
-  const v1::JobSpec two_ranks = Spec(4, 4, 2, GetParam());      // 4 × 4 × 2 = 32
-  const v1::JobSpec double_micro = Spec(8, 4, 1, GetParam());   // 8 × 4 × 1 = 32
-  const v1::JobSpec one_batch = Spec(32, 1, 1, GetParam());     // 32 × 1 × 1
+  const v1::JobSpec two_ranks = Spec(4, 4, 2, GetParam());     // 4 × 4 × 2 = 32
+  const v1::JobSpec double_micro = Spec(8, 4, 1, GetParam());  // 8 × 4 × 1 = 32
+  const v1::JobSpec one_batch = Spec(32, 1, 1, GetParam());    // 32 × 1 × 1
   for (const v1::JobSpec* spec : {&two_ranks, &double_micro, &one_batch}) {
     for (const RankRun& rank : Run(*spec)) {
       ASSERT_EQ(rank.exit.state(), v1::JOB_STATE_SUCCEEDED) << rank.exit.reason();

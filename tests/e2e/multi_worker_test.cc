@@ -1,10 +1,9 @@
 // Data-parallel jobs through the whole system: two worker daemons with one
 // device slot each, a controller that gang-schedules, and the CLI.
-#include <signal.h>
-
-#include <gtest/gtest.h>
 #include <google/protobuf/util/json_util.h>
 #include <google/protobuf/util/time_util.h>
+#include <gtest/gtest.h>
+#include <signal.h>
 
 #include "accumulus/v1/controller.pb.h"
 #include "tests/support/test_cluster.h"
@@ -18,10 +17,13 @@ model: {kind: mlp, hidden: [16]}
 data: {samples: 200, features: 8, outputs: 3}
 micro_batch: 4
 accumulation_steps: 4
-devices: )" + std::to_string(devices) + R"(
+devices: )" +
+         std::to_string(devices) + R"(
 optimizer: {kind: sgd, lr: 0.1, momentum: 0.9}
-epochs: )" + std::to_string(epochs) + R"(
-collective_timeout_seconds: )" + std::to_string(timeout_seconds) + "\n";
+epochs: )" +
+         std::to_string(epochs) + R"(
+collective_timeout_seconds: )" +
+         std::to_string(timeout_seconds) + "\n";
 }
 
 template <typename Message>
@@ -133,8 +135,7 @@ TEST_F(MultiWorkerTest, KillingOneRankFailsTheJobAndFreesBothWorkers) {
       << last.state().reason();
 
   // Both workers take the next job: their slots were freed.
-  CliResult next =
-      cluster_.Cli({"submit", cluster_.WriteSpec("next.yaml", Spec(2, 1)), "--watch"});
+  CliResult next = cluster_.Cli({"submit", cluster_.WriteSpec("next.yaml", Spec(2, 1)), "--watch"});
   EXPECT_EQ(next.exit_code, 0) << next.stderr_text;
 }
 

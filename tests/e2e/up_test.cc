@@ -1,8 +1,7 @@
 // `accumulus up`: a local controller and worker that run a job and stop
 // cleanly on Ctrl-C.
-#include <signal.h>
-
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <regex>
 
@@ -18,7 +17,7 @@ TEST(Up, RunsAJobAndStopsEverythingOnInterrupt) {
 
   SpawnOptions options;
   options.argv = {BinaryDir() + "/accumulus", "up", "--data-dir", dir + "/data", "--port", "0",
-                  "--metrics-port", "0"};
+                  "--metrics-port",           "0"};
   options.capture_stdout = true;
   options.log_path = dir + "/up.stderr";
   auto up = Subprocess::Spawn(options);
@@ -32,7 +31,10 @@ TEST(Up, RunsAJobAndStopsEverythingOnInterrupt) {
 
   // The job can only succeed once the worker registered and ran it.
   SpawnOptions submit;
-  submit.argv = {BinaryDir() + "/accumulus", "--controller", address, "submit",
+  submit.argv = {BinaryDir() + "/accumulus",
+                 "--controller",
+                 address,
+                 "submit",
                  std::string(ACCUMULUS_SOURCE_DIR) + "/examples/jobs/short-last-window.yaml",
                  "--watch"};
   submit.capture_stdout = true;

@@ -158,8 +158,8 @@ std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(const std::string& kind, 
     return std::make_unique<torch::optim::SGD>(
         model->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9).weight_decay(1e-3));
   }
-  return std::make_unique<torch::optim::AdamW>(
-      model->parameters(), torch::optim::AdamWOptions(1e-2).weight_decay(0.01));
+  return std::make_unique<torch::optim::AdamW>(model->parameters(),
+                                               torch::optim::AdamWOptions(1e-2).weight_decay(0.01));
 }
 
 TEST_P(OptimizerStepEquivalence, ThreeStepsMatchFullBatchSteps) {
@@ -191,8 +191,7 @@ TEST_P(OptimizerStepEquivalence, ThreeStepsMatchFullBatchSteps) {
   ExpectSameTensors(a, r, 1e-6);
 }
 
-INSTANTIATE_TEST_SUITE_P(Optimizers, OptimizerStepEquivalence,
-                         ::testing::Values("sgd", "adamw"));
+INSTANTIATE_TEST_SUITE_P(Optimizers, OptimizerStepEquivalence, ::testing::Values("sgd", "adamw"));
 
 }  // namespace
 }  // namespace accumulus::engine

@@ -1,9 +1,8 @@
 #include "worker/engine/tracking_allocator.h"
 
+#include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
-
-#include <ATen/Parallel.h>
 
 namespace accumulus::engine {
 namespace {

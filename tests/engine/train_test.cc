@@ -1,7 +1,5 @@
 // The whole loop: Train() with different splits of the same global batch ends
 // with the parameters of a plain full-batch loop over the same sample order.
-#include "worker/engine/trainer.h"
-
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -10,6 +8,7 @@
 #include "worker/engine/lr_schedule.h"
 #include "worker/engine/mlp.h"
 #include "worker/engine/sample_order.h"
+#include "worker/engine/trainer.h"
 
 namespace accumulus::engine {
 namespace {
@@ -61,10 +60,10 @@ std::vector<torch::Tensor> FullBatchReference(const TrainConfig& c) {
   Mlp model(c.data.features, c.model.hidden, c.data.outputs);
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   if (c.optimizer.kind == "sgd") {
-    optimizer = std::make_unique<torch::optim::SGD>(
-        model->parameters(), torch::optim::SGDOptions(c.optimizer.lr)
-                                 .momentum(c.optimizer.momentum)
-                                 .weight_decay(c.optimizer.weight_decay));
+    optimizer = std::make_unique<torch::optim::SGD>(model->parameters(),
+                                                    torch::optim::SGDOptions(c.optimizer.lr)
+                                                        .momentum(c.optimizer.momentum)
+                                                        .weight_decay(c.optimizer.weight_decay));
   } else {
     optimizer = std::make_unique<torch::optim::AdamW>(
         model->parameters(),

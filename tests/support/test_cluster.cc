@@ -1,7 +1,5 @@
 #include "tests/support/test_cluster.h"
 
-#include "tests/support/free_port.h"
-
 #include <signal.h>
 #include <stdlib.h>
 
@@ -10,6 +8,8 @@
 #include <regex>
 #include <sstream>
 #include <stdexcept>
+
+#include "tests/support/free_port.h"
 
 namespace accumulus::testing {
 namespace {
@@ -67,11 +67,25 @@ TestCluster::~TestCluster() {
 std::string TestCluster::StartWorker(int cpu_slots) {
   const std::string id = "worker-" + std::to_string(workers_.size() + 1);
   SpawnOptions options;
-  options.argv = {BinaryDir() + "/accumulus-worker", "--controller", controller_address(),
-                  "--worker-id", id, "--work-dir", dir_ + "/" + id, "--cpu-slots",
-                  std::to_string(cpu_slots), "--intra-op-threads", "1", "--cancel-grace-ms",
-                  "5000", "--advertise-address", "127.0.0.1", "--rendezvous-port-first",
-                  std::to_string(FreeLoopbackPort()), "--rendezvous-port-count", "1"};
+  options.argv = {BinaryDir() + "/accumulus-worker",
+                  "--controller",
+                  controller_address(),
+                  "--worker-id",
+                  id,
+                  "--work-dir",
+                  dir_ + "/" + id,
+                  "--cpu-slots",
+                  std::to_string(cpu_slots),
+                  "--intra-op-threads",
+                  "1",
+                  "--cancel-grace-ms",
+                  "5000",
+                  "--advertise-address",
+                  "127.0.0.1",
+                  "--rendezvous-port-first",
+                  std::to_string(FreeLoopbackPort()),
+                  "--rendezvous-port-count",
+                  "1"};
   options.log_path = dir_ + "/" + id + ".log";
   workers_.push_back(SpawnOrThrow(options));
   return id;

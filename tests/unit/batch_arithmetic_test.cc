@@ -21,8 +21,7 @@ TEST_P(BatchDerivationTest, DerivesTheMissingFactor) {
   EXPECT_EQ(sizes->accumulation_steps, d.expected.accumulation_steps);
   EXPECT_EQ(sizes->devices, d.expected.devices);
   EXPECT_EQ(sizes->global_batch, d.expected.global_batch);
-  EXPECT_EQ(sizes->global_batch,
-            sizes->micro_batch * sizes->accumulation_steps * sizes->devices);
+  EXPECT_EQ(sizes->global_batch, sizes->micro_batch * sizes->accumulation_steps * sizes->devices);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -60,39 +59,49 @@ TEST_P(BatchRejectionTest, RejectsWithFieldsAndValues) {
 INSTANTIATE_TEST_SUITE_P(
     AllRejections, BatchRejectionTest,
     ::testing::Values(
-        Rejection{"GlobalNotDivisibleByMicroTimesDevices", {100, 8, 0, 2},
+        Rejection{"GlobalNotDivisibleByMicroTimesDevices",
+                  {100, 8, 0, 2},
                   "global_batch 100 is not divisible by micro_batch 8 × devices 2"},
-        Rejection{"GlobalNotDivisibleByAccumulationTimesDevices", {100, 0, 3, 1},
+        Rejection{"GlobalNotDivisibleByAccumulationTimesDevices",
+                  {100, 0, 3, 1},
                   "global_batch 100 is not divisible by accumulation_steps 3 × devices 1"},
-        Rejection{"GlobalSmallerThanMicroTimesDevices", {8, 16, 0, 1},
+        Rejection{"GlobalSmallerThanMicroTimesDevices",
+                  {8, 16, 0, 1},
                   "global_batch 8 is not divisible by micro_batch 16 × devices 1"},
-        Rejection{"ThreeInconsistent", {100, 8, 4, 2},
+        Rejection{"ThreeInconsistent",
+                  {100, 8, 4, 2},
                   "global_batch 100 does not equal micro_batch 8 × accumulation_steps 4 × "
                   "devices 2 = 64"},
-        Rejection{"OnlyMicro", {0, 8, 0, 1},
+        Rejection{"OnlyMicro",
+                  {0, 8, 0, 1},
                   "give two of global_batch, micro_batch and accumulation_steps (got "
                   "global_batch 0, micro_batch 8, accumulation_steps 0); for no accumulation "
                   "set accumulation_steps 1"},
-        Rejection{"OnlyGlobal", {64, 0, 0, 1},
+        Rejection{"OnlyGlobal",
+                  {64, 0, 0, 1},
                   "give two of global_batch, micro_batch and accumulation_steps (got "
                   "global_batch 64, micro_batch 0, accumulation_steps 0); for no accumulation "
                   "set accumulation_steps 1"},
-        Rejection{"Nothing", {0, 0, 0, 0},
+        Rejection{"Nothing",
+                  {0, 0, 0, 0},
                   "give two of global_batch, micro_batch and accumulation_steps (got "
                   "global_batch 0, micro_batch 0, accumulation_steps 0); for no accumulation "
                   "set accumulation_steps 1"},
         Rejection{"NegativeGlobal", {-32, 8, 0, 1}, "global_batch -32 must not be negative"},
         Rejection{"NegativeMicro", {0, -8, 4, 1}, "micro_batch -8 must not be negative"},
-        Rejection{"NegativeAccumulation", {0, 8, -4, 1},
-                  "accumulation_steps -4 must not be negative"},
+        Rejection{
+            "NegativeAccumulation", {0, 8, -4, 1}, "accumulation_steps -4 must not be negative"},
         Rejection{"NegativeDevices", {0, 8, 4, -1}, "devices -1 must not be negative"},
-        Rejection{"ProductOverflows", {0, INT64_C(1) << 40, INT64_C(1) << 30, 1},
+        Rejection{"ProductOverflows",
+                  {0, INT64_C(1) << 40, INT64_C(1) << 30, 1},
                   "micro_batch 1099511627776 × accumulation_steps 1073741824 × devices 1 "
                   "overflows"},
-        Rejection{"ProductOverflowsOnlyWithDevices", {0, INT64_C(1) << 31, INT64_C(1) << 31, 4},
+        Rejection{"ProductOverflowsOnlyWithDevices",
+                  {0, INT64_C(1) << 31, INT64_C(1) << 31, 4},
                   "micro_batch 2147483648 × accumulation_steps 2147483648 × devices 4 "
                   "overflows"},
-        Rejection{"DivisorOverflows", {INT64_C(1) << 62, INT64_C(1) << 62, 0, 8},
+        Rejection{"DivisorOverflows",
+                  {INT64_C(1) << 62, INT64_C(1) << 62, 0, 8},
                   "global_batch 4611686018427387904 is not divisible by micro_batch "
                   "4611686018427387904 × devices 8"}),
     [](const auto& info) { return info.param.name; });

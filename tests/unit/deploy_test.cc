@@ -1,7 +1,7 @@
 // The shipped Grafana dashboard only queries metrics the controller exports.
-#include <gtest/gtest.h>
 #include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
+#include <gtest/gtest.h>
 
 #include <fstream>
 #include <regex>

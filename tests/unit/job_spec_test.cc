@@ -126,8 +126,8 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& info) { return info.param.name; });
 
 TEST(TotalSteps, FollowsThePartialWindowPolicy) {
-  for (const auto& [policy, steps] : std::vector<std::pair<std::string, int64_t>>{
-           {"normalize", 8}, {"drop", 6}, {"carry", 7}}) {
+  for (const auto& [policy, steps] :
+       std::vector<std::pair<std::string, int64_t>>{{"normalize", 8}, {"drop", 6}, {"carry", 7}}) {
     v1::JobSpec spec = Parse(kValid);  // 100 samples, global batch 32, 2 epochs
     spec.set_partial_window(policy);
     StatusOr<v1::JobSpec> normalized = NormalizeJobSpec(spec);

@@ -1,9 +1,9 @@
-#include "common/metrics/registry.h"
-
 #include <gtest/gtest.h>
 
 #include <thread>
 #include <vector>
+
+#include "common/metrics/registry.h"
 
 namespace accumulus::metrics {
 namespace {
@@ -25,8 +25,8 @@ TEST(Registry, RendersCountersAndGaugesWithLabels) {
 
 TEST(Registry, RendersCumulativeHistogramBuckets) {
   Registry registry;
-  Histogram* h = registry.AddHistogram("accumulus_test_seconds", "Durations.", {0.1, 1})
-                     ->WithLabels({});
+  Histogram* h =
+      registry.AddHistogram("accumulus_test_seconds", "Durations.", {0.1, 1})->WithLabels({});
   for (double v : {0.05, 0.1, 0.5, 2.0}) h->Observe(v);
   EXPECT_EQ(registry.Render(),
             "# HELP accumulus_test_seconds Durations.\n"
@@ -38,9 +38,7 @@ TEST(Registry, RendersCumulativeHistogramBuckets) {
             "accumulus_test_seconds_count 4\n");
 }
 
-TEST(Registry, EscapesLabelValues) {
-  EXPECT_EQ(EscapeLabelValue("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
-}
+TEST(Registry, EscapesLabelValues) { EXPECT_EQ(EscapeLabelValue("a\"b\\c\nd"), "a\\\"b\\\\c\\nd"); }
 
 TEST(Registry, RemovedChildrenDisappear) {
   Registry registry;

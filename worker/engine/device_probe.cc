@@ -1,7 +1,6 @@
 #include "worker/engine/device_probe.h"
 
 #include <dlfcn.h>
-
 #include <torch/cuda.h>
 
 namespace accumulus::engine {

@@ -42,6 +42,11 @@ struct StepReport {
   int64_t allreduce_calls = 0;
   int64_t allreduce_bytes = 0;
   double comm_seconds = 0;
+  // Loss scaling: the window's scale, whether the step was skipped on an
+  // overflow, and how many were skipped so far.
+  double loss_scale = 1.0;
+  bool skipped = false;
+  int64_t skipped_steps = 0;
 };
 
 enum class LogLevel { kInfo, kWarning, kError };

@@ -3,10 +3,10 @@
 // behaviour), never per micro-batch.
 #pragma once
 
+#include <torch/types.h>
+
 #include <cstdint>
 #include <vector>
-
-#include <torch/types.h>
 
 namespace accumulus::engine {
 

@@ -7,8 +7,9 @@ namespace F = torch::nn::functional;
 LossSum SumLoss(LossKind kind, const torch::Tensor& outputs, const torch::Tensor& targets) {
   switch (kind) {
     case LossKind::kCrossEntropy:
-      return {F::cross_entropy(outputs, targets, F::CrossEntropyFuncOptions().reduction(torch::kSum)),
-              targets.size(0)};
+      return {
+          F::cross_entropy(outputs, targets, F::CrossEntropyFuncOptions().reduction(torch::kSum)),
+          targets.size(0)};
     case LossKind::kMeanSquaredError:
       return {F::mse_loss(outputs, targets, F::MSELossFuncOptions().reduction(torch::kSum)),
               targets.numel()};

@@ -14,8 +14,8 @@ double LearningRate(const LrScheduleConfig& config, double base_lr, int64_t step
   const double min_lr = base_lr * config.min_lr_ratio;
   // Progress through the decay: 0 on the first step after warmup, 1 on the last.
   const int64_t span = std::max<int64_t>(1, total_steps - 1 - config.warmup_steps);
-  const double progress =
-      std::clamp(static_cast<double>(step - config.warmup_steps) / static_cast<double>(span), 0.0, 1.0);
+  const double progress = std::clamp(
+      static_cast<double>(step - config.warmup_steps) / static_cast<double>(span), 0.0, 1.0);
   if (config.kind == "cosine") {
     return min_lr + (base_lr - min_lr) * 0.5 * (1.0 + std::cos(M_PI * progress));
   }

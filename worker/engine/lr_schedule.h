@@ -19,7 +19,7 @@ struct LrScheduleConfig {
 
 // The learning rate of optimizer step t (0-based) of `total_steps`.
 double LearningRate(const LrScheduleConfig& config, double base_lr, int64_t step,
-                     int64_t total_steps);
+                    int64_t total_steps);
 
 // The linear scaling rule (Goyal et al. 2017): lr × global_batch / base_batch.
 double LinearlyScaledLr(double lr, int64_t global_batch, int64_t base_batch);

@@ -45,8 +45,9 @@ StatusOr<std::unique_ptr<MemoryMeter>> MakeMemoryMeter(const torch::Device& devi
 #ifdef ACCUMULUS_WITH_CUDA
   if (device.is_cuda()) return std::unique_ptr<MemoryMeter>(new CudaMemoryMeter(device.index()));
 #endif
-  return Status::Unimplemented("device \"" + device.str() +
-                               "\": this build has no memory statistics for it (CPU-only LibTorch)");
+  return Status::Unimplemented(
+      "device \"" + device.str() +
+      "\": this build has no memory statistics for it (CPU-only LibTorch)");
 }
 
 }  // namespace accumulus::engine

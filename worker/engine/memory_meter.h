@@ -3,10 +3,10 @@
 // allocator's statistics (torch.cuda.memory_allocated / max_memory_allocated).
 #pragma once
 
+#include <torch/types.h>
+
 #include <cstdint>
 #include <memory>
-
-#include <torch/types.h>
 
 #include "common/status.h"
 

@@ -1,9 +1,9 @@
 // The built-in multi-layer perceptron: Linear → ReLU blocks and a Linear head.
 #pragma once
 
-#include <vector>
-
 #include <torch/torch.h>
+
+#include <vector>
 
 namespace accumulus::engine {
 

@@ -30,7 +30,8 @@ StatusOr<std::unique_ptr<torch::optim::Optimizer>> BuildOptimizer(
     return std::unique_ptr<torch::optim::Optimizer>(
         new torch::optim::AdamW(std::move(parameters), options));
   }
-  return Status::InvalidArgument("optimizer.kind \"" + config.kind + "\" is not one of \"sgd\", \"adamw\"");
+  return Status::InvalidArgument("optimizer.kind \"" + config.kind +
+                                 "\" is not one of \"sgd\", \"adamw\"");
 }
 
 }  // namespace accumulus::engine

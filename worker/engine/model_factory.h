@@ -1,10 +1,10 @@
 // Builds the model and the optimizer a TrainConfig names.
 #pragma once
 
+#include <torch/torch.h>
+
 #include <functional>
 #include <memory>
-
-#include <torch/torch.h>
 
 #include "common/status.h"
 #include "worker/engine/train_config.h"

@@ -1,10 +1,10 @@
 #include "worker/engine/process_group_sync.h"
 
-#include <chrono>
+#include <torch/torch.h>
 
+#include <chrono>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
-#include <torch/torch.h>
 
 namespace accumulus::engine {
 namespace {
@@ -109,16 +109,15 @@ StatusOr<std::unique_ptr<GradientSync>> ConnectProcessGroup(const ProcessGroupCo
     options->devices.push_back(
         c10d::ProcessGroupGloo::createDeviceForHostname(config.local_address));
     options->threads = 1;
-    auto group = c10::make_intrusive<c10d::ProcessGroupGloo>(store, config.rank,
-                                                             config.world_size, options);
+    auto group =
+        c10::make_intrusive<c10d::ProcessGroupGloo>(store, config.rank, config.world_size, options);
     return std::unique_ptr<GradientSync>(
         new ProcessGroupSync(group, config.rank, config.world_size, config.bucket_bytes));
   } catch (const c10::Error& e) {
-    return Status::Unavailable("rank " + std::to_string(config.rank) + " of " +
-                               std::to_string(config.world_size) + ": rendezvous at " +
-                               config.rendezvous_host + ":" +
-                               std::to_string(config.rendezvous_port) +
-                               " failed: " + e.what_without_backtrace());
+    return Status::Unavailable(
+        "rank " + std::to_string(config.rank) + " of " + std::to_string(config.world_size) +
+        ": rendezvous at " + config.rendezvous_host + ":" + std::to_string(config.rendezvous_port) +
+        " failed: " + e.what_without_backtrace());
   } catch (const std::exception& e) {
     return Status::Unavailable("rank " + std::to_string(config.rank) + " of " +
                                std::to_string(config.world_size) + ": rendezvous at " +

@@ -2,10 +2,10 @@
 // {name: tensor} dict, which Python's torch.load reads as a plain dict.
 #pragma once
 
+#include <torch/torch.h>
+
 #include <map>
 #include <string>
-
-#include <torch/torch.h>
 
 #include "common/status.h"
 

@@ -1,8 +1,7 @@
 #include "worker/engine/thread_setup.h"
 
-#include <dlfcn.h>
-
 #include <ATen/Parallel.h>
+#include <dlfcn.h>
 
 namespace accumulus::engine {
 namespace {

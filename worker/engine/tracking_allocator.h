@@ -6,10 +6,10 @@
 // allocates from several threads at once.
 #pragma once
 
+#include <c10/core/Allocator.h>
+
 #include <atomic>
 #include <cstdint>
-
-#include <c10/core/Allocator.h>
 
 namespace accumulus::engine {
 

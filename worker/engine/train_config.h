@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "common/window_schedule.h"
+#include "worker/engine/autocast_scope.h"
+#include "worker/engine/loss_scaler.h"
 #include "worker/engine/lr_schedule.h"
 
 namespace accumulus::engine {
@@ -68,6 +70,10 @@ struct TrainConfig {
   uint64_t seed = 0;
   Normalization normalization = Normalization::kExact;
   std::string device = "cpu";
+  Precision precision = Precision::kFp32;
+  // Dynamic loss scaling (always on for fp16).
+  bool loss_scaling = false;
+  LossScalerConfig loss_scaler;
   // Rank 0 writes the final parameters here (empty: nowhere).
   std::string output_path;
 

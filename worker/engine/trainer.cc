@@ -1,16 +1,16 @@
 #include "worker/engine/trainer.h"
 
+#include <torch/torch.h>
+
 #include <chrono>
 #include <map>
 #include <memory>
 
-#include <torch/torch.h>
-
 #include "common/batch_arithmetic.h"
 #include "common/window_schedule.h"
 #include "worker/engine/dataset.h"
-#include "worker/engine/model_factory.h"
 #include "worker/engine/memory_meter.h"
+#include "worker/engine/model_factory.h"
 #include "worker/engine/process_group_sync.h"
 #include "worker/engine/sample_order.h"
 #include "worker/engine/state_dict.h"
@@ -118,8 +118,7 @@ Status TrainOrThrow(const TrainConfig& config, EventSink* sink, const TrainOptio
 
   SyntheticDataset data(config.data);
   torch::manual_seed(config.seed);
-  StatusOr<BuiltModel> model =
-      BuildModel(config.model, config.data.features, config.data.outputs);
+  StatusOr<BuiltModel> model = BuildModel(config.model, config.data.features, config.data.outputs);
   if (!model.ok()) return model.status();
   model->module->to(*device);
   std::vector<torch::Tensor> parameters = model->module->parameters();
@@ -144,10 +143,17 @@ Status TrainOrThrow(const TrainConfig& config, EventSink* sink, const TrainOptio
       BuildOptimizer(config.optimizer, parameters);
   if (!optimizer.ok()) return optimizer.status();
 
-  const LossKind loss = config.data.task == "classification" ? LossKind::kCrossEntropy
-                                                              : LossKind::kMeanSquaredError;
+  const LossKind loss =
+      config.data.task == "classification" ? LossKind::kCrossEntropy : LossKind::kMeanSquaredError;
   WindowAccumulator window(parameters, model->forward, loss, config.normalization,
                            config.accumulation_steps, config.max_grad_norm, sync.get());
+  if (Status s = CheckPrecision(config.precision, device->type()); !s.ok()) return s;
+  window.set_precision(config.precision, device->type());
+  std::unique_ptr<LossScaler> scaler;
+  if (config.loss_scaling || config.precision == Precision::kFp16) {
+    scaler = std::make_unique<LossScaler>(config.loss_scaler);
+    window.set_loss_scaler(scaler.get());
+  }
 
   const int64_t samples = data.size();
   const WindowScheduleConfig schedule_config = ScheduleOf(config, samples);
@@ -178,6 +184,9 @@ Status TrainOrThrow(const TrainConfig& config, EventSink* sink, const TrainOptio
   sink->OnRun(run);
 
   SampleStream stream(samples, config.seed);
+  // Optimizer steps actually applied: the LR schedule advances with these,
+  // not with windows skipped on a loss-scale overflow.
+  int64_t applied = 0;
   Window w;
   while (schedule.Next(&w)) {
     if (options.stop_requested && options.stop_requested->load()) {
@@ -186,7 +195,7 @@ Status TrainOrThrow(const TrainConfig& config, EventSink* sink, const TrainOptio
     }
     const auto start = Clock::now();
     (*memory)->ResetPeak();
-    const double lr = LearningRate(config.lr_schedule, base_lr, w.step - 1, total);
+    const double lr = LearningRate(config.lr_schedule, base_lr, applied, total);
     const double weight_decay =
         config.nominal_batch > 0
             ? NominalWeightDecay(config.optimizer.weight_decay, config.nominal_batch,
@@ -200,8 +209,12 @@ Status TrainOrThrow(const TrainConfig& config, EventSink* sink, const TrainOptio
          MicroBatchesOf({0, w.size()}, config.micro_batch, w.accumulation, config.rank)) {
       window.AddMicroBatch(ToDevice(data.Gather(IndexTensor(indices, micro)), *device));
     }
+    if (options.after_backward) options.after_backward(w.step, parameters);
     const WindowResult result = window.FinishWindow();
-    (*optimizer)->step();
+    if (!result.skipped) {
+      (*optimizer)->step();
+      ++applied;
+    }
     // Freed, not zeroed: between windows no gradient memory is held.
     model->module->zero_grad(/*set_to_none=*/true);
 
@@ -225,6 +238,9 @@ Status TrainOrThrow(const TrainConfig& config, EventSink* sink, const TrainOptio
     report.allreduce_calls = result.sync.allreduce_calls;
     report.allreduce_bytes = result.sync.bytes;
     report.comm_seconds = result.sync.seconds;
+    report.loss_scale = result.loss_scale;
+    report.skipped = result.skipped;
+    report.skipped_steps = scaler ? scaler->skipped_windows() : 0;
     sink->OnStep(report);
   }
   if (config.rank == 0 && !config.output_path.empty()) {

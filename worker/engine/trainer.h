@@ -3,10 +3,11 @@
 // one normalization, one clip, one optimizer step, one StepReport.
 #pragma once
 
-#include <atomic>
-#include <vector>
-
 #include <torch/types.h>
+
+#include <atomic>
+#include <functional>
+#include <vector>
 
 #include "common/status.h"
 #include "worker/engine/events.h"
@@ -21,6 +22,10 @@ struct TrainOptions {
   // When set, receives copies of the model's parameters after the last step
   // (in Module::parameters() order).
   std::vector<torch::Tensor>* final_parameters = nullptr;
+  // Called after each window's last backward, before the gradients are
+  // synchronized and normalized, with the 1-based step (fault injection in
+  // tests; gradient inspection).
+  std::function<void(int64_t step, const std::vector<torch::Tensor>& parameters)> after_backward;
 };
 
 // Trains to the end of the configured epochs or steps. Never throws: LibTorch

@@ -1,5 +1,7 @@
 #include "worker/engine/window_accumulator.h"
 
+#include <limits>
+
 namespace accumulus::engine {
 
 WindowAccumulator::WindowAccumulator(std::vector<torch::Tensor> parameters, Forward forward,
@@ -15,12 +17,19 @@ WindowAccumulator::WindowAccumulator(std::vector<torch::Tensor> parameters, Forw
       sync_(sync) {}
 
 void WindowAccumulator::AddMicroBatch(const Batch& batch) {
-  const LossSum loss = SumLoss(loss_, forward_(batch.inputs), batch.targets);
-  if (normalization_ == Normalization::kExact) {
-    loss.sum.backward();
-  } else {
-    (loss.sum / static_cast<double>(loss.items * nominal_microbatches_)).backward();
+  torch::Tensor outputs;
+  {
+    AutocastScope autocast(precision_, device_type_);
+    outputs = forward_(batch.inputs);
   }
+  // The loss in fp32 whatever the forward's precision.
+  const LossSum loss = SumLoss(loss_, outputs.to(torch::kFloat32), batch.targets);
+  torch::Tensor objective =
+      normalization_ == Normalization::kExact
+          ? loss.sum
+          : loss.sum / static_cast<double>(loss.items * nominal_microbatches_);
+  if (scaler_ != nullptr) objective = objective * scaler_->scale();
+  objective.backward();
   loss_sum_ = loss_sum_.defined() ? loss_sum_ + loss.sum.detach() : loss.sum.detach();
   ++microbatches_;
   samples_ += batch.inputs.size(0);
@@ -32,10 +41,10 @@ WindowResult WindowAccumulator::FinishWindow() {
   result.microbatches = microbatches_;
   // The window's counts travel with the gradients: float64 holds integer
   // counts exactly up to 2^53.
-  torch::Tensor counters = torch::tensor(
-      {loss_sum_.defined() ? loss_sum_.item<double>() : 0.0, static_cast<double>(items_),
-       static_cast<double>(samples_)},
-      torch::kFloat64);
+  torch::Tensor counters =
+      torch::tensor({loss_sum_.defined() ? loss_sum_.item<double>() : 0.0,
+                     static_cast<double>(items_), static_cast<double>(samples_)},
+                    torch::kFloat64);
   if (sync_ != nullptr) sync_->AllReduce(parameters_, counters, &result.sync);
   const auto global = counters.accessor<double, 1>();
   result.loss_items = static_cast<int64_t>(global[1]);
@@ -43,11 +52,27 @@ WindowResult WindowAccumulator::FinishWindow() {
   result.loss = result.loss_items > 0 ? global[0] / global[1] : 0;
 
   torch::NoGradGuard no_grad;
+  result.loss_scale = scaler_ != nullptr ? scaler_->scale() : 1.0;
+  if (scaler_ != nullptr) {
+    // After the all-reduce every rank sees the same sums, so every rank
+    // reaches the same verdict.
+    const bool finite = GradientsAreFinite(parameters_);
+    scaler_->Update(!finite);
+    if (!finite) {
+      result.skipped = true;
+      result.grad_norm = std::numeric_limits<double>::quiet_NaN();
+      for (auto& p : parameters_) p.mutable_grad() = torch::Tensor();
+      ResetWindow();
+      return result;
+    }
+  }
   // exact: the gradient of the mean over all the window's items. The
-  // tutorial mode averages over ranks instead, as DDP does.
-  const double divisor = normalization_ == Normalization::kExact
-                             ? global[1]
-                             : static_cast<double>(sync_ ? sync_->world_size() : 1);
+  // tutorial mode averages over ranks instead, as DDP does. Unscaling is
+  // folded into the same single division.
+  const double divisor = (normalization_ == Normalization::kExact
+                              ? global[1]
+                              : static_cast<double>(sync_ ? sync_->world_size() : 1)) *
+                         result.loss_scale;
   if (divisor > 0 && divisor != 1.0) {
     for (auto& p : parameters_) {
       if (p.grad().defined()) p.grad().div_(divisor);
@@ -62,10 +87,13 @@ WindowResult WindowAccumulator::FinishWindow() {
     }
     result.clipped = true;
   }
+  ResetWindow();
+  return result;
+}
 
+void WindowAccumulator::ResetWindow() {
   microbatches_ = samples_ = items_ = 0;
   loss_sum_ = torch::Tensor();
-  return result;
 }
 
 double GradientNorm(const std::vector<torch::Tensor>& parameters) {

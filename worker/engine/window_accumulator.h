@@ -8,14 +8,16 @@
 // also for a short last window, whose count is simply smaller.
 #pragma once
 
+#include <torch/torch.h>
+
 #include <functional>
 #include <vector>
 
-#include <torch/torch.h>
-
+#include "worker/engine/autocast_scope.h"
 #include "worker/engine/dataset.h"
 #include "worker/engine/gradient_sync.h"
 #include "worker/engine/loss.h"
+#include "worker/engine/loss_scaler.h"
 #include "worker/engine/train_config.h"
 
 namespace accumulus::engine {
@@ -27,7 +29,12 @@ struct WindowResult {
   double loss = 0;           // mean over all ranks' items of the window
   double grad_norm = 0;      // total L2 norm after normalization, before clipping
   bool clipped = false;
-  SyncStats sync;            // this rank's all-reduce work
+  SyncStats sync;  // this rank's all-reduce work
+  // Loss scaling: the scale this window used, and whether its gradients
+  // overflowed (the caller must then skip the optimizer step; the gradients
+  // are left undefined).
+  double loss_scale = 1.0;
+  bool skipped = false;
 };
 
 class WindowAccumulator {
@@ -38,11 +45,19 @@ class WindowAccumulator {
   // the tutorials do, divides by k even in a short window). `sync` joins the
   // ranks of a data-parallel job (null for one rank; not owned).
   WindowAccumulator(std::vector<torch::Tensor> parameters, Forward forward, LossKind loss,
-                    Normalization normalization, int64_t nominal_microbatches,
-                    double max_grad_norm, GradientSync* sync = nullptr);
+                    Normalization normalization, int64_t nominal_microbatches, double max_grad_norm,
+                    GradientSync* sync = nullptr);
 
   // Sets k for the next window (the accumulation may ramp between windows).
   void set_nominal_microbatches(int64_t k) { nominal_microbatches_ = k; }
+  // Runs forward passes under autocast (default: fp32, no autocast).
+  void set_precision(Precision precision, c10::DeviceType device) {
+    precision_ = precision;
+    device_type_ = device;
+  }
+  // Scales every loss by scaler->scale() and unscales once per window (not
+  // owned; null: no loss scaling).
+  void set_loss_scaler(LossScaler* scaler) { scaler_ = scaler; }
 
   // Forward and backward of one micro-batch. No communication, no division.
   void AddMicroBatch(const Batch& batch);
@@ -54,6 +69,8 @@ class WindowAccumulator {
   WindowResult FinishWindow();
 
  private:
+  void ResetWindow();
+
   std::vector<torch::Tensor> parameters_;
   Forward forward_;
   LossKind loss_;
@@ -61,6 +78,9 @@ class WindowAccumulator {
   int64_t nominal_microbatches_;
   double max_grad_norm_;
   GradientSync* sync_;
+  Precision precision_ = Precision::kFp32;
+  c10::DeviceType device_type_ = c10::DeviceType::CPU;
+  LossScaler* scaler_ = nullptr;
 
   // The current window.
   int64_t microbatches_ = 0;

@@ -1,16 +1,15 @@
 // accumulus-trainer: one rank of one job, started by a worker daemon. Reads
 // its TrainerTask from stdin, trains, and reports on file descriptor 3.
 // `accumulus-trainer --probe-devices` lists the CUDA devices instead.
+#include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <torch/version.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
 #include <cstring>
-
-#include <google/protobuf/io/zero_copy_stream_impl.h>
-#include <torch/version.h>
 
 #include "worker/engine/device_probe.h"
 #include "worker/engine/thread_setup.h"
@@ -69,7 +68,7 @@ int main(int argc, char** argv) {
   *runtime.mutable_batch() = task.batch();
   runtime.set_pid(getpid());
   runtime.set_partial_window(task.spec().partial_window().empty() ? "normalize"
-                                                                 : task.spec().partial_window());
+                                                                  : task.spec().partial_window());
   accumulus::trainer::ProtoEventSink sink(kEventsFd, runtime);
 
   if (!config.ok()) {

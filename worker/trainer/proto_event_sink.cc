@@ -54,6 +54,9 @@ void ProtoEventSink::OnStep(const engine::StepReport& r) {
   s->set_allreduce_calls(r.allreduce_calls);
   s->set_allreduce_bytes(r.allreduce_bytes);
   s->set_comm_seconds(r.comm_seconds);
+  s->set_loss_scale(r.loss_scale);
+  s->set_skipped(r.skipped);
+  s->set_skipped_steps(r.skipped_steps);
   Write(message);
 }
 

@@ -2,9 +2,9 @@
 // length-delimited TrainerMessage on the pipe to the worker daemon.
 #pragma once
 
-#include <memory>
-
 #include <google/protobuf/io/zero_copy_stream_impl.h>
+
+#include <memory>
 
 #include "accumulus/v1/trainer.pb.h"
 #include "worker/engine/events.h"

@@ -48,6 +48,14 @@ StatusOr<engine::TrainConfig> ToTrainConfig(const v1::TrainerTask& task) {
                         : engine::Normalization::kExact;
   c.device = task.device().empty() ? "cpu" : task.device();
   c.output_path = spec.output();
+  c.precision = spec.precision() == "bf16"   ? engine::Precision::kBf16
+                : spec.precision() == "fp16" ? engine::Precision::kFp16
+                                             : engine::Precision::kFp32;
+  c.loss_scaling = spec.loss_scaling() == "dynamic";
+  if (spec.initial_loss_scale() > 0) c.loss_scaler.initial_scale = spec.initial_loss_scale();
+  if (spec.loss_scale_growth_interval() > 0) {
+    c.loss_scaler.growth_interval = spec.loss_scale_growth_interval();
+  }
   c.rendezvous_host = task.rendezvous_host();
   c.rendezvous_port = task.rendezvous_port();
   if (!task.local_address().empty()) c.local_address = task.local_address();
