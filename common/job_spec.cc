@@ -1,5 +1,6 @@
 #include "common/job_spec.h"
 
+#include <algorithm>
 #include <cmath>
 #include <initializer_list>
 #include <sstream>
@@ -59,8 +60,26 @@ Status FirstError(std::initializer_list<Status> checks) {
 }
 
 Status CheckModel(v1::ModelSpec* model) {
-  if (model->kind().empty()) return Status::InvalidArgument("model.kind is required (\"mlp\")");
-  if (Status s = OneOf("model.kind", model->kind(), {"mlp"}); !s.ok()) return s;
+  if (model->kind().empty()) {
+    return Status::InvalidArgument("model.kind is required (\"mlp\", \"cnn\" or \"charlm\")");
+  }
+  if (Status s = OneOf("model.kind", model->kind(), {"mlp", "cnn", "charlm"}); !s.ok()) return s;
+  if (model->norm().empty()) model->set_norm("batch");
+  if (model->d_model() == 0) model->set_d_model(128);
+  if (model->heads() == 0) model->set_heads(4);
+  if (model->layers() == 0) model->set_layers(2);
+  Status s = FirstError({
+      OneOf("model.norm", model->norm(), {"batch", "none"}),
+      Positive("model.d_model", static_cast<double>(model->d_model())),
+      Positive("model.heads", static_cast<double>(model->heads())),
+      Positive("model.layers", static_cast<double>(model->layers())),
+  });
+  if (!s.ok()) return s;
+  if (model->d_model() % model->heads() != 0) {
+    return Status::InvalidArgument("model.d_model " + std::to_string(model->d_model()) +
+                                   " is not divisible by model.heads " +
+                                   std::to_string(model->heads()));
+  }
   for (int i = 0; i < model->hidden_size(); ++i) {
     if (model->hidden(i) <= 0) {
       return Status::InvalidArgument(
@@ -71,21 +90,58 @@ Status CheckModel(v1::ModelSpec* model) {
   return Status::Ok();
 }
 
-Status CheckData(v1::DataSpec* data, uint64_t job_seed) {
+// The data task each model kind trains on.
+const char* TaskOf(const std::string& model) {
+  if (model == "cnn") return "image_classification";
+  if (model == "charlm") return "language_modeling";
+  return nullptr;  // mlp: classification or regression
+}
+
+Status CheckData(v1::DataSpec* data, const v1::ModelSpec& model, uint64_t job_seed) {
   if (data->kind().empty()) data->set_kind("synthetic");
-  if (data->task().empty()) data->set_task("classification");
-  const bool classification = data->task() == "classification";
+  if (data->task().empty()) {
+    data->set_task(TaskOf(model.kind()) ? TaskOf(model.kind()) : "classification");
+  }
+  const std::string& task = data->task();
+  const bool classification = task == "classification" || task == "image_classification";
   if (data->outputs() == 0) data->set_outputs(classification ? 10 : 1);
+  if (data->channels() == 0) data->set_channels(3);
+  if (data->image_size() == 0) data->set_image_size(32);
+  if (data->sequence_length() == 0) data->set_sequence_length(64);
+  if (data->min_sequence_length() == 0) {
+    data->set_min_sequence_length(std::min<int64_t>(8, data->sequence_length()));
+  }
   // A data seed distinct from the init seed, yet fixed by the job seed.
   if (data->seed() == 0) data->set_seed(job_seed ^ 0x9E3779B97F4A7C15ULL);
   Status s = FirstError({
       OneOf("data.kind", data->kind(), {"synthetic"}),
-      OneOf("data.task", data->task(), {"classification", "regression"}),
+      OneOf("data.task", task,
+            {"classification", "regression", "image_classification", "language_modeling"}),
       Positive("data.samples", static_cast<double>(data->samples())),
-      Positive("data.features", static_cast<double>(data->features())),
       NotNegative("data.noise", data->noise()),
+      Positive("data.channels", static_cast<double>(data->channels())),
+      Positive("data.image_size", static_cast<double>(data->image_size())),
+      Positive("data.sequence_length", static_cast<double>(data->sequence_length())),
+      Positive("data.min_sequence_length", static_cast<double>(data->min_sequence_length())),
   });
   if (!s.ok()) return s;
+  const char* model_task = TaskOf(model.kind());
+  if ((model_task != nullptr && task != model_task) ||
+      (model_task == nullptr && task != "classification" && task != "regression")) {
+    return Status::InvalidArgument(
+        "model.kind \"" + model.kind() + "\" cannot train on data.task \"" + task + "\" (it takes " +
+        (model_task ? std::string("\"") + model_task + "\"" : "\"classification\" or \"regression\"") +
+        ")");
+  }
+  if ((task == "classification" || task == "regression") && data->features() <= 0) {
+    return Status::InvalidArgument("data.features " + std::to_string(data->features()) +
+                                   " must be a positive number");
+  }
+  if (data->min_sequence_length() > data->sequence_length()) {
+    return Status::InvalidArgument(
+        "data.min_sequence_length " + std::to_string(data->min_sequence_length()) +
+        " exceeds data.sequence_length " + std::to_string(data->sequence_length()));
+  }
   if (classification && data->outputs() < 2) {
     return Status::InvalidArgument(Describe("data.outputs", data->outputs()) +
                                    " must be at least 2 classes for classification");
@@ -139,7 +195,7 @@ StatusOr<v1::JobSpec> NormalizeJobSpec(const v1::JobSpec& input) {
   }
   Status s = FirstError({
       CheckModel(spec.mutable_model()),
-      CheckData(spec.mutable_data(), spec.seed()),
+      CheckData(spec.mutable_data(), spec.model(), spec.seed()),
       CheckOptimizer(spec.mutable_optimizer()),
       OneOf("normalization", spec.normalization(), {"exact", "per_microbatch_mean"}),
       NotNegative("max_grad_norm", spec.max_grad_norm()),

@@ -99,10 +99,16 @@ INSTANTIATE_TEST_SUITE_P(
     AllFields, NormalizeJobSpecRejection,
     ::testing::Values(
         BadField{"ModelKind", "model: {kind: resnet}",
-                 "model.kind \"resnet\" is not one of \"mlp\""},
+                 "model.kind \"resnet\" is not one of \"mlp\", \"cnn\", \"charlm\""},
+        BadField{"ModelForTask", "model: {kind: charlm}",
+                 "model.kind \"charlm\" cannot train on data.task \"classification\" (it takes "
+                 "\"language_modeling\")"},
+        BadField{"Heads", "model: {d_model: 100, heads: 3}",
+                 "model.d_model 100 is not divisible by model.heads 3"},
         BadField{"HiddenWidth", "model: {hidden: [0]}", "model.hidden[1] 0 must be positive"},
         BadField{"DataTask", "data: {task: ranking}",
-                 "data.task \"ranking\" is not one of \"classification\", \"regression\""},
+                 "data.task \"ranking\" is not one of \"classification\", \"regression\", "
+                 "\"image_classification\", \"language_modeling\""},
         BadField{"Samples", "data: {samples: -5}", "data.samples -5 must be a positive number"},
         BadField{"Classes", "data: {outputs: 1}",
                  "data.outputs 1 must be at least 2 classes for classification"},

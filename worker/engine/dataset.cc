@@ -3,23 +3,82 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 namespace accumulus::engine {
+namespace {
 
-SyntheticDataset::SyntheticDataset(const DataConfig& config) {
+// The byte vocabulary of the synthetic text: 16 letters.
+constexpr int64_t kLetters = 16;
+constexpr int64_t kFirstLetter = 'a';
+
+std::unique_ptr<Dataset> Features(const DataConfig& config, at::Generator& gen) {
+  torch::Tensor inputs = at::randn({config.samples, config.features}, gen);
+  const torch::Tensor teacher = at::randn({config.features, config.outputs}, gen);
+  const torch::Tensor scores = inputs.matmul(teacher);
+  torch::Tensor targets = config.task == "classification"
+                              ? scores.argmax(/*dim=*/1)
+                              : scores + config.noise * at::randn(scores.sizes(), gen);
+  return std::make_unique<TensorDataset>(std::move(inputs), std::move(targets));
+}
+
+std::unique_ptr<Dataset> Images(const DataConfig& config, at::Generator& gen) {
+  const int64_t n = config.samples;
+  torch::Tensor images =
+      at::randn({n, config.channels, config.image_size, config.image_size}, gen);
+  // The label is the class whose random linear filter responds most.
+  const torch::Tensor filters =
+      at::randn({config.outputs, config.channels, config.image_size, config.image_size}, gen);
+  const torch::Tensor scores =
+      images.flatten(1).matmul(filters.flatten(1).t());  // [n, classes]
+  return std::make_unique<TensorDataset>(std::move(images), scores.argmax(1));
+}
+
+std::unique_ptr<Dataset> Text(const DataConfig& config, at::Generator& gen) {
+  const int64_t n = config.samples;
+  const int64_t width = config.sequence_length;
+  // A sparse, seeded Markov chain over the letters: learnable structure.
+  const torch::Tensor transitions =
+      torch::softmax(at::randn({kLetters, kLetters}, gen) * 3.0, /*dim=*/1);
+  const torch::Tensor lengths = at::randint(config.min_sequence_length, width + 1, {n}, gen);
+  const torch::Tensor starts = at::randint(0, kLetters, {n}, gen);
+  torch::Tensor inputs = torch::full({n, width}, kPadToken, torch::kInt64);
+  torch::Tensor targets = torch::full({n, width}, kIgnoreIndex, torch::kInt64);
+  auto in = inputs.accessor<int64_t, 2>();
+  auto out = targets.accessor<int64_t, 2>();
+  // Draw each document's next letters from the chain, one step for all
+  // documents at a time.
+  torch::Tensor current = starts.clone();
+  const auto length = lengths.accessor<int64_t, 1>();
+  for (int64_t t = 0; t < width; ++t) {
+    const torch::Tensor next =
+        at::multinomial(transitions.index_select(0, current), 1, /*replacement=*/true, gen)
+            .squeeze(1);
+    const auto cur = current.accessor<int64_t, 1>();
+    const auto nxt = next.accessor<int64_t, 1>();
+    for (int64_t i = 0; i < n; ++i) {
+      if (t >= length[i]) continue;
+      in[i][t] = kFirstLetter + cur[i];
+      out[i][t] = kFirstLetter + nxt[i];
+    }
+    current = next;
+  }
+  return std::make_unique<TensorDataset>(std::move(inputs), std::move(targets));
+}
+
+}  // namespace
+
+Batch TensorDataset::Gather(const torch::Tensor& indices) const {
+  return {inputs_.index_select(0, indices), targets_.index_select(0, indices)};
+}
+
+StatusOr<std::unique_ptr<Dataset>> MakeSyntheticDataset(const DataConfig& config) {
   // A private generator: the data must not depend on what else drew random
   // numbers in this process (model initialization uses the global one).
   at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(config.seed);
-  inputs_ = at::randn({config.samples, config.features}, gen);
-  const torch::Tensor teacher = at::randn({config.features, config.outputs}, gen);
-  const torch::Tensor scores = inputs_.matmul(teacher);
-  if (config.task == "classification") {
-    targets_ = scores.argmax(/*dim=*/1);
-  } else {
-    targets_ = scores + config.noise * at::randn(scores.sizes(), gen);
+  if (config.task == "classification" || config.task == "regression") {
+    return Features(config, gen);
   }
-}
-
-Batch SyntheticDataset::Gather(const torch::Tensor& indices) const {
-  return {inputs_.index_select(0, indices), targets_.index_select(0, indices)};
+  if (config.task == "image_classification") return Images(config, gen);
+  if (config.task == "language_modeling") return Text(config, gen);
+  return Status::InvalidArgument("data.task \"" + config.task + "\" is not a synthetic task");
 }
 
 }  // namespace accumulus::engine

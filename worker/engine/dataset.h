@@ -1,11 +1,12 @@
 // Data sets the engine trains on, and the micro-batches drawn from them.
 #pragma once
 
-#include <torch/torch.h>
-
 #include <memory>
 #include <vector>
 
+#include <torch/torch.h>
+
+#include "common/status.h"
 #include "worker/engine/train_config.h"
 
 namespace accumulus::engine {
@@ -14,6 +15,14 @@ struct Batch {
   torch::Tensor inputs;
   torch::Tensor targets;
 };
+
+// The label that marks a position no loss is computed for (padding), as
+// torch.nn.CrossEntropyLoss's ignore_index.
+constexpr int64_t kIgnoreIndex = -100;
+
+// Byte-level text: token ids 0..255 are bytes, kPadToken pads documents.
+constexpr int64_t kByteVocabulary = 257;
+constexpr int64_t kPadToken = 256;
 
 class Dataset {
  public:
@@ -24,12 +33,21 @@ class Dataset {
   virtual Batch Gather(const torch::Tensor& indices) const = 0;
 };
 
-// A seeded synthetic data set held in memory. Classification: features
-// ~ N(0, 1), label = argmax of a random linear teacher. Regression: targets =
-// a random linear teacher plus Gaussian noise of the configured std.
-class SyntheticDataset final : public Dataset {
+// Builds the seeded synthetic data set `config` describes:
+// - classification: features ~ N(0, 1), label = argmax of a random linear
+//   teacher; regression: targets = the teacher's outputs plus noise;
+// - image_classification: N(0, 1) images labelled by the class whose random
+//   linear filter responds most;
+// - language_modeling: byte documents of random length from a seeded Markov
+//   chain, padded to sequence_length; targets are the next byte, with
+//   kIgnoreIndex on padding, so each document counts by its real tokens.
+StatusOr<std::unique_ptr<Dataset>> MakeSyntheticDataset(const DataConfig& config);
+
+// A data set held as two tensors indexed along dimension 0.
+class TensorDataset final : public Dataset {
  public:
-  explicit SyntheticDataset(const DataConfig& config);
+  TensorDataset(torch::Tensor inputs, torch::Tensor targets)
+      : inputs_(std::move(inputs)), targets_(std::move(targets)) {}
   int64_t size() const override { return inputs_.size(0); }
   Batch Gather(const torch::Tensor& indices) const override;
 

@@ -1,5 +1,7 @@
 #include "worker/engine/loss.h"
 
+#include "worker/engine/dataset.h"
+
 namespace accumulus::engine {
 
 namespace F = torch::nn::functional;
@@ -13,8 +15,22 @@ LossSum SumLoss(LossKind kind, const torch::Tensor& outputs, const torch::Tensor
     case LossKind::kMeanSquaredError:
       return {F::mse_loss(outputs, targets, F::MSELossFuncOptions().reduction(torch::kSum)),
               targets.numel()};
+    case LossKind::kTokenCrossEntropy: {
+      const torch::Tensor flat_targets = targets.reshape({-1});
+      return {F::cross_entropy(outputs.reshape({-1, outputs.size(-1)}), flat_targets,
+                               F::CrossEntropyFuncOptions()
+                                   .reduction(torch::kSum)
+                                   .ignore_index(kIgnoreIndex)),
+              flat_targets.ne(kIgnoreIndex).sum().item<int64_t>()};
+    }
   }
   throw std::logic_error("unknown loss kind");
+}
+
+LossKind LossOf(const std::string& task) {
+  if (task == "regression") return LossKind::kMeanSquaredError;
+  if (task == "language_modeling") return LossKind::kTokenCrossEntropy;
+  return LossKind::kCrossEntropy;
 }
 
 }  // namespace accumulus::engine

@@ -2,6 +2,8 @@
 // block of exact normalization (divide once per window by the window's items).
 #pragma once
 
+#include <string>
+
 #include <torch/torch.h>
 
 namespace accumulus::engine {
@@ -12,7 +14,14 @@ enum class LossKind {
   // Squared error; one item per target element (so items / window matches
   // torch.nn.MSELoss(reduction="mean") on the full batch).
   kMeanSquaredError,
+  // Cross-entropy per token of [batch, length, vocabulary] logits; one item
+  // per target that is not kIgnoreIndex (padding does not count).
+  kTokenCrossEntropy,
 };
+
+// The loss of a data task: cross-entropy for classification and language
+// modeling, squared error for regression.
+LossKind LossOf(const std::string& task);
 
 struct LossSum {
   torch::Tensor sum;  // scalar, differentiable

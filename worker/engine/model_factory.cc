@@ -1,15 +1,45 @@
 #include "worker/engine/model_factory.h"
 
+#include "worker/engine/charlm.h"
+#include "worker/engine/cnn.h"
+#include "worker/engine/dataset.h"
 #include "worker/engine/mlp.h"
 
 namespace accumulus::engine {
 
-StatusOr<BuiltModel> BuildModel(const ModelConfig& config, int64_t inputs, int64_t outputs) {
-  if (config.kind == "mlp") {
-    Mlp mlp(inputs, config.hidden, outputs);
-    return BuiltModel{mlp.ptr(), [mlp](const torch::Tensor& x) mutable { return mlp->forward(x); }};
+template <typename Holder>
+BuiltModel Wrap(Holder model) {
+  return BuiltModel{model.ptr(), [model](const torch::Tensor& x) mutable { return model->forward(x); }};
+}
+
+StatusOr<BuiltModel> BuildModel(const ModelConfig& config, const DataConfig& data) {
+  if (config.kind == "mlp") return Wrap(Mlp(data.features, config.hidden, data.outputs));
+  if (config.kind == "cnn") {
+    const std::vector<int64_t> channels =
+        config.hidden.empty() ? std::vector<int64_t>{16, 32} : config.hidden;
+    return Wrap(Cnn(data.channels, channels, data.outputs, config.norm == "batch"));
+  }
+  if (config.kind == "charlm") {
+    CharLmOptions options;
+    options.vocabulary = kByteVocabulary;
+    options.pad_token = kPadToken;
+    options.max_length = data.sequence_length;
+    options.d_model = config.d_model;
+    options.heads = config.heads;
+    options.layers = config.layers;
+    return Wrap(CharLm(options));
   }
   return Status::InvalidArgument("model.kind \"" + config.kind + "\" is not a built-in model");
+}
+
+bool HasBatchNorm(const torch::nn::Module& module) {
+  for (const auto& m : module.modules()) {
+    if (m->as<torch::nn::BatchNorm1d>() || m->as<torch::nn::BatchNorm2d>() ||
+        m->as<torch::nn::BatchNorm3d>()) {
+      return true;
+    }
+  }
+  return false;
 }
 
 StatusOr<std::unique_ptr<torch::optim::Optimizer>> BuildOptimizer(

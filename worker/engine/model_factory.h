@@ -16,9 +16,14 @@ struct BuiltModel {
   std::function<torch::Tensor(const torch::Tensor&)> forward;
 };
 
-// Parameters are initialized from LibTorch's global generator: seed it first
+// The model `config` names, shaped for the data `data` describes. Parameters
+// are initialized from LibTorch's global generator: seed it first
 // (torch::manual_seed) for a reproducible initialization.
-StatusOr<BuiltModel> BuildModel(const ModelConfig& config, int64_t inputs, int64_t outputs);
+StatusOr<BuiltModel> BuildModel(const ModelConfig& config, const DataConfig& data);
+
+// True when the model normalizes with batch statistics (BatchNorm), which
+// come from one micro-batch, not from the whole window.
+bool HasBatchNorm(const torch::nn::Module& module);
 
 StatusOr<std::unique_ptr<torch::optim::Optimizer>> BuildOptimizer(
     const OptimizerConfig& config, std::vector<torch::Tensor> parameters);

@@ -23,18 +23,34 @@ enum class Normalization {
 };
 
 struct ModelConfig {
-  std::string kind = "mlp";
+  std::string kind = "mlp";  // "mlp", "cnn" or "charlm"
+  // mlp: hidden widths; cnn: output channels of its conv blocks.
   std::vector<int64_t> hidden;
+  // cnn: "batch" (Conv → BatchNorm → ReLU → pool) or "none".
+  std::string norm = "batch";
+  // charlm: a causal transformer over bytes.
+  int64_t d_model = 128;
+  int64_t heads = 4;
+  int64_t layers = 2;
 };
 
 struct DataConfig {
   std::string kind = "synthetic";
-  std::string task = "classification";  // or "regression"
+  // "classification", "regression", "image_classification" or
+  // "language_modeling".
+  std::string task = "classification";
   int64_t samples = 0;
   int64_t features = 0;
   int64_t outputs = 0;  // classes, or regression targets per sample
   double noise = 0;
   uint64_t seed = 0;
+  // image_classification: square images of `channels` × image_size².
+  int64_t channels = 3;
+  int64_t image_size = 32;
+  // language_modeling: documents of min..max tokens, padded to
+  // sequence_length.
+  int64_t sequence_length = 64;
+  int64_t min_sequence_length = 8;
 };
 
 struct OptimizerConfig {

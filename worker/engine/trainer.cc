@@ -21,6 +21,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Below this micro-batch size, BatchNorm's per-micro-batch statistics are
+// noisy enough to warn about (a common rule of thumb is 32).
+constexpr int64_t kSmallBatchNormBatch = 32;
+
 torch::Tensor IndexTensor(const std::vector<int64_t>& order, const WindowRange& range) {
   return torch::from_blob(const_cast<int64_t*>(order.data() + range.begin), {range.size()},
                           torch::kInt64)
@@ -116,9 +120,11 @@ Status TrainOrThrow(const TrainConfig& config, EventSink* sink, const TrainOptio
   StatusOr<std::unique_ptr<MemoryMeter>> memory = MakeMemoryMeter(*device);
   if (!memory.ok()) return memory.status();
 
-  SyntheticDataset data(config.data);
+  StatusOr<std::unique_ptr<Dataset>> dataset = MakeSyntheticDataset(config.data);
+  if (!dataset.ok()) return dataset.status();
+  const Dataset& data = **dataset;
   torch::manual_seed(config.seed);
-  StatusOr<BuiltModel> model = BuildModel(config.model, config.data.features, config.data.outputs);
+  StatusOr<BuiltModel> model = BuildModel(config.model, config.data);
   if (!model.ok()) return model.status();
   model->module->to(*device);
   std::vector<torch::Tensor> parameters = model->module->parameters();
@@ -143,8 +149,7 @@ Status TrainOrThrow(const TrainConfig& config, EventSink* sink, const TrainOptio
       BuildOptimizer(config.optimizer, parameters);
   if (!optimizer.ok()) return optimizer.status();
 
-  const LossKind loss =
-      config.data.task == "classification" ? LossKind::kCrossEntropy : LossKind::kMeanSquaredError;
+  const LossKind loss = LossOf(config.data.task);
   WindowAccumulator window(parameters, model->forward, loss, config.normalization,
                            config.accumulation_steps, config.max_grad_norm, sync.get());
   if (Status s = CheckPrecision(config.precision, device->type()); !s.ok()) return s;
@@ -182,6 +187,13 @@ Status TrainOrThrow(const TrainConfig& config, EventSink* sink, const TrainOptio
     }
   }
   sink->OnRun(run);
+  if (HasBatchNorm(*model->module) && config.micro_batch < kSmallBatchNormBatch) {
+    sink->OnLog(LogLevel::kWarning,
+                "the model has BatchNorm and micro_batch is " + std::to_string(config.micro_batch) +
+                    ": its batch statistics come from one micro-batch, not from the window of " +
+                    std::to_string(full_global) +
+                    " samples, so accumulation does not reproduce the large batch exactly");
+  }
 
   SampleStream stream(samples, config.seed);
   // Optimizer steps actually applied: the LR schedule advances with these,

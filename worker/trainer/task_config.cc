@@ -14,6 +14,10 @@ StatusOr<engine::TrainConfig> ToTrainConfig(const v1::TrainerTask& task) {
   engine::TrainConfig c;
   c.model.kind = spec.model().kind();
   c.model.hidden.assign(spec.model().hidden().begin(), spec.model().hidden().end());
+  c.model.norm = spec.model().norm();
+  c.model.d_model = spec.model().d_model();
+  c.model.heads = spec.model().heads();
+  c.model.layers = spec.model().layers();
   c.data.kind = spec.data().kind();
   c.data.task = spec.data().task();
   c.data.samples = spec.data().samples();
@@ -21,6 +25,10 @@ StatusOr<engine::TrainConfig> ToTrainConfig(const v1::TrainerTask& task) {
   c.data.outputs = spec.data().outputs();
   c.data.noise = spec.data().noise();
   c.data.seed = spec.data().seed();
+  c.data.channels = spec.data().channels();
+  c.data.image_size = spec.data().image_size();
+  c.data.sequence_length = spec.data().sequence_length();
+  c.data.min_sequence_length = spec.data().min_sequence_length();
   c.optimizer.kind = spec.optimizer().kind();
   c.optimizer.lr = spec.optimizer().lr();
   c.optimizer.momentum = spec.optimizer().momentum();
