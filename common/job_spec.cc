@@ -99,6 +99,10 @@ const char* TaskOf(const std::string& model) {
 
 Status CheckData(v1::DataSpec* data, const v1::ModelSpec& model, uint64_t job_seed) {
   if (data->kind().empty()) data->set_kind("synthetic");
+  const bool synthetic = data->kind() == "synthetic";
+  if (data->token_dtype().empty()) data->set_token_dtype("uint8");
+  if (data->token_layout().empty()) data->set_token_layout("documents");
+  if (data->kind() == "tokens" && data->task().empty()) data->set_task("language_modeling");
   if (data->task().empty()) {
     data->set_task(TaskOf(model.kind()) ? TaskOf(model.kind()) : "classification");
   }
@@ -114,10 +118,12 @@ Status CheckData(v1::DataSpec* data, const v1::ModelSpec& model, uint64_t job_se
   // A data seed distinct from the init seed, yet fixed by the job seed.
   if (data->seed() == 0) data->set_seed(job_seed ^ 0x9E3779B97F4A7C15ULL);
   Status s = FirstError({
-      OneOf("data.kind", data->kind(), {"synthetic"}),
+      OneOf("data.kind", data->kind(), {"synthetic", "csv", "idx", "tokens"}),
       OneOf("data.task", task,
             {"classification", "regression", "image_classification", "language_modeling"}),
-      Positive("data.samples", static_cast<double>(data->samples())),
+      synthetic ? Positive("data.samples", static_cast<double>(data->samples())) : Status::Ok(),
+      OneOf("data.token_dtype", data->token_dtype(), {"uint8", "uint16"}),
+      OneOf("data.token_layout", data->token_layout(), {"documents", "blocks"}),
       NotNegative("data.noise", data->noise()),
       Positive("data.channels", static_cast<double>(data->channels())),
       Positive("data.image_size", static_cast<double>(data->image_size())),
@@ -133,7 +139,13 @@ Status CheckData(v1::DataSpec* data, const v1::ModelSpec& model, uint64_t job_se
         (model_task ? std::string("\"") + model_task + "\"" : "\"classification\" or \"regression\"") +
         ")");
   }
-  if ((task == "classification" || task == "regression") && data->features() <= 0) {
+  if (!synthetic && data->path().empty()) {
+    return Status::InvalidArgument("data.path is required for data.kind \"" + data->kind() + "\"");
+  }
+  if (data->kind() == "idx" && data->labels_path().empty()) {
+    return Status::InvalidArgument("data.labels_path is required for data.kind \"idx\"");
+  }
+  if (synthetic && (task == "classification" || task == "regression") && data->features() <= 0) {
     return Status::InvalidArgument("data.features " + std::to_string(data->features()) +
                                    " must be a positive number");
   }
@@ -285,6 +297,8 @@ WindowScheduleConfig ScheduleOf(const v1::JobSpec& spec, const v1::BatchPlan& ba
 }
 
 int64_t TotalSteps(const v1::JobSpec& spec, const v1::BatchPlan& batch) {
+  // File data sets: unknown until the trainer has read them.
+  if (spec.data().samples() <= 0) return 0;
   return WindowSchedule(ScheduleOf(spec, batch)).steps_total();
 }
 

@@ -22,7 +22,8 @@ StatusOr<v1::BatchPlan> ResolveBatchPlan(const v1::JobSpec& spec);
 // its partial-window policy and accumulation (constant or ramped).
 WindowScheduleConfig ScheduleOf(const v1::JobSpec& spec, const v1::BatchPlan& batch);
 
-// Optimizer steps the job takes in total.
+// Optimizer steps the job takes in total; 0 while unknown (file data sets,
+// whose size the trainer reports in its plan).
 int64_t TotalSteps(const v1::JobSpec& spec, const v1::BatchPlan& batch);
 
 }  // namespace accumulus

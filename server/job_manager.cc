@@ -212,6 +212,11 @@ void JobManager::RecordEvents(const std::string& worker_id, const v1::TrainerEve
       } else if (event.has_step()) {
         RecordStepLocked(record, event);
       } else {
+        // The trainer's plan is authoritative (file data sets are sized only
+        // once read).
+        if (event.has_runtime() && event.runtime().rank() == 0) {
+          record->job.set_steps_total(event.runtime().steps_total());
+        }
         v1::JobEvent copy = event;
         copy.clear_sequence();
         record->log->Append(std::move(copy), /*closes=*/false);

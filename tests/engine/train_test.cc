@@ -58,7 +58,7 @@ std::vector<torch::Tensor> Train(const TrainConfig& config, RecordingSink* sink)
 std::vector<torch::Tensor> FullBatchReference(const TrainConfig& c) {
   std::unique_ptr<Dataset> data = *MakeSyntheticDataset(c.data);
   torch::manual_seed(c.seed);
-  BuiltModel model = *BuildModel(c.model, c.data);
+  BuiltModel model = *BuildModel(c.model, data->shape());
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   if (c.optimizer.kind == "sgd") {
     optimizer = std::make_unique<torch::optim::SGD>(model.module->parameters(),

@@ -2,6 +2,8 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include "worker/engine/file_datasets.h"
+
 namespace accumulus::engine {
 namespace {
 
@@ -16,7 +18,10 @@ std::unique_ptr<Dataset> Features(const DataConfig& config, at::Generator& gen) 
   torch::Tensor targets = config.task == "classification"
                               ? scores.argmax(/*dim=*/1)
                               : scores + config.noise * at::randn(scores.sizes(), gen);
-  return std::make_unique<TensorDataset>(std::move(inputs), std::move(targets));
+  DataShape shape;
+  shape.features = config.features;
+  shape.outputs = config.outputs;
+  return std::make_unique<TensorDataset>(std::move(inputs), std::move(targets), shape);
 }
 
 std::unique_ptr<Dataset> Images(const DataConfig& config, at::Generator& gen) {
@@ -28,7 +33,12 @@ std::unique_ptr<Dataset> Images(const DataConfig& config, at::Generator& gen) {
       at::randn({config.outputs, config.channels, config.image_size, config.image_size}, gen);
   const torch::Tensor scores =
       images.flatten(1).matmul(filters.flatten(1).t());  // [n, classes]
-  return std::make_unique<TensorDataset>(std::move(images), scores.argmax(1));
+  DataShape shape;
+  shape.features = config.channels * config.image_size * config.image_size;
+  shape.outputs = config.outputs;
+  shape.channels = config.channels;
+  shape.image_size = config.image_size;
+  return std::make_unique<TensorDataset>(std::move(images), scores.argmax(1), shape);
 }
 
 std::unique_ptr<Dataset> Text(const DataConfig& config, at::Generator& gen) {
@@ -60,13 +70,25 @@ std::unique_ptr<Dataset> Text(const DataConfig& config, at::Generator& gen) {
     }
     current = next;
   }
-  return std::make_unique<TensorDataset>(std::move(inputs), std::move(targets));
+  DataShape shape;
+  shape.sequence_length = width;
+  shape.vocabulary = kByteVocabulary;
+  shape.pad_token = kPadToken;
+  return std::make_unique<TensorDataset>(std::move(inputs), std::move(targets), shape);
 }
 
 }  // namespace
 
 Batch TensorDataset::Gather(const torch::Tensor& indices) const {
   return {inputs_.index_select(0, indices), targets_.index_select(0, indices)};
+}
+
+StatusOr<std::unique_ptr<Dataset>> MakeDataset(const DataConfig& config) {
+  if (config.kind == "synthetic") return MakeSyntheticDataset(config);
+  if (config.kind == "csv") return LoadCsvDataset(config);
+  if (config.kind == "idx") return LoadIdxDataset(config);
+  if (config.kind == "tokens") return LoadTokenDataset(config);
+  return Status::InvalidArgument("data.kind \"" + config.kind + "\" is not a data set kind");
 }
 
 StatusOr<std::unique_ptr<Dataset>> MakeSyntheticDataset(const DataConfig& config) {

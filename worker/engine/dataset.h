@@ -24,10 +24,22 @@ constexpr int64_t kIgnoreIndex = -100;
 constexpr int64_t kByteVocabulary = 257;
 constexpr int64_t kPadToken = 256;
 
+// What a model needs to know of its data to be built.
+struct DataShape {
+  int64_t features = 0;  // per sample, flattened
+  int64_t outputs = 0;   // classes, or regression targets per sample
+  int64_t channels = 0;  // images: [channels, image_size, image_size]
+  int64_t image_size = 0;
+  int64_t sequence_length = 0;  // tokens
+  int64_t vocabulary = 0;
+  int64_t pad_token = 0;
+};
+
 class Dataset {
  public:
   virtual ~Dataset() = default;
   virtual int64_t size() const = 0;
+  virtual const DataShape& shape() const = 0;
   // The samples at `indices`, in that order, as one batch (a copy: a
   // micro-batch's tensors die with the micro-batch).
   virtual Batch Gather(const torch::Tensor& indices) const = 0;
@@ -43,17 +55,24 @@ class Dataset {
 //   kIgnoreIndex on padding, so each document counts by its real tokens.
 StatusOr<std::unique_ptr<Dataset>> MakeSyntheticDataset(const DataConfig& config);
 
+// The data set `config` names: synthetic, or read from files (see
+// file_datasets.h). Errors name the file, the line or offset, and what was
+// expected there.
+StatusOr<std::unique_ptr<Dataset>> MakeDataset(const DataConfig& config);
+
 // A data set held as two tensors indexed along dimension 0.
 class TensorDataset final : public Dataset {
  public:
-  TensorDataset(torch::Tensor inputs, torch::Tensor targets)
-      : inputs_(std::move(inputs)), targets_(std::move(targets)) {}
+  TensorDataset(torch::Tensor inputs, torch::Tensor targets, DataShape shape)
+      : inputs_(std::move(inputs)), targets_(std::move(targets)), shape_(shape) {}
   int64_t size() const override { return inputs_.size(0); }
+  const DataShape& shape() const override { return shape_; }
   Batch Gather(const torch::Tensor& indices) const override;
 
  private:
   torch::Tensor inputs_;
   torch::Tensor targets_;
+  DataShape shape_;
 };
 
 }  // namespace accumulus::engine

@@ -13,6 +13,7 @@ MlpImpl::MlpImpl(int64_t inputs, const std::vector<int64_t>& hidden, int64_t out
 }
 
 torch::Tensor MlpImpl::forward(torch::Tensor x) {
+  x = x.flatten(1);  // images and other shaped samples as feature vectors
   const size_t n = layers_->size();
   for (size_t i = 0; i < n; ++i) {
     x = layers_[i]->as<torch::nn::Linear>()->forward(x);

@@ -12,17 +12,29 @@ BuiltModel Wrap(Holder model) {
   return BuiltModel{model.ptr(), [model](const torch::Tensor& x) mutable { return model->forward(x); }};
 }
 
-StatusOr<BuiltModel> BuildModel(const ModelConfig& config, const DataConfig& data) {
-  if (config.kind == "mlp") return Wrap(Mlp(data.features, config.hidden, data.outputs));
+StatusOr<BuiltModel> BuildModel(const ModelConfig& config, const DataShape& data) {
+  if (config.kind == "mlp") {
+    if (data.features <= 0 || data.outputs <= 0) {
+      return Status::InvalidArgument("model.kind \"mlp\" needs feature data (samples with outputs)");
+    }
+    return Wrap(Mlp(data.features, config.hidden, data.outputs));
+  }
   if (config.kind == "cnn") {
+    if (data.channels <= 0) {
+      return Status::InvalidArgument(
+          "model.kind \"cnn\" needs image data (square images, e.g. an IDX file of rows × cols)");
+    }
     const std::vector<int64_t> channels =
         config.hidden.empty() ? std::vector<int64_t>{16, 32} : config.hidden;
     return Wrap(Cnn(data.channels, channels, data.outputs, config.norm == "batch"));
   }
   if (config.kind == "charlm") {
+    if (data.sequence_length <= 0) {
+      return Status::InvalidArgument("model.kind \"charlm\" needs token data");
+    }
     CharLmOptions options;
-    options.vocabulary = kByteVocabulary;
-    options.pad_token = kPadToken;
+    options.vocabulary = data.vocabulary;
+    options.pad_token = data.pad_token;
     options.max_length = data.sequence_length;
     options.d_model = config.d_model;
     options.heads = config.heads;

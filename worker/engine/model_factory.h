@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "common/status.h"
+#include "worker/engine/dataset.h"
 #include "worker/engine/train_config.h"
 
 namespace accumulus::engine {
@@ -16,10 +17,10 @@ struct BuiltModel {
   std::function<torch::Tensor(const torch::Tensor&)> forward;
 };
 
-// The model `config` names, shaped for the data `data` describes. Parameters
-// are initialized from LibTorch's global generator: seed it first
-// (torch::manual_seed) for a reproducible initialization.
-StatusOr<BuiltModel> BuildModel(const ModelConfig& config, const DataConfig& data);
+// The model `config` names, shaped for the data. Parameters are initialized
+// from LibTorch's global generator: seed it first (torch::manual_seed) for a
+// reproducible initialization.
+StatusOr<BuiltModel> BuildModel(const ModelConfig& config, const DataShape& data);
 
 // True when the model normalizes with batch statistics (BatchNorm), which
 // come from one micro-batch, not from the whole window.

@@ -35,7 +35,20 @@ struct ModelConfig {
 };
 
 struct DataConfig {
+  // "synthetic", "csv", "idx" or "tokens".
   std::string kind = "synthetic";
+  // Files (on the worker): csv: the table; idx: the images (or features)
+  // file, with labels in labels_path; tokens: the flat token file.
+  std::string path;
+  std::string labels_path;
+  // csv: the label column, by header name or 0-based index (negative counts
+  // from the end); empty: the last column.
+  std::string label_column;
+  // tokens: "uint8" or "uint16" ids; "documents" split at `separator` (then
+  // padded to sequence_length, longer ones cut) or fixed-length "blocks".
+  std::string token_dtype = "uint8";
+  std::string token_layout = "documents";
+  int64_t separator = 0;
   // "classification", "regression", "image_classification" or
   // "language_modeling".
   std::string task = "classification";

@@ -120,11 +120,11 @@ Status TrainOrThrow(const TrainConfig& config, EventSink* sink, const TrainOptio
   StatusOr<std::unique_ptr<MemoryMeter>> memory = MakeMemoryMeter(*device);
   if (!memory.ok()) return memory.status();
 
-  StatusOr<std::unique_ptr<Dataset>> dataset = MakeSyntheticDataset(config.data);
+  StatusOr<std::unique_ptr<Dataset>> dataset = MakeDataset(config.data);
   if (!dataset.ok()) return dataset.status();
   const Dataset& data = **dataset;
   torch::manual_seed(config.seed);
-  StatusOr<BuiltModel> model = BuildModel(config.model, config.data);
+  StatusOr<BuiltModel> model = BuildModel(config.model, data.shape());
   if (!model.ok()) return model.status();
   model->module->to(*device);
   std::vector<torch::Tensor> parameters = model->module->parameters();

@@ -29,6 +29,12 @@ StatusOr<engine::TrainConfig> ToTrainConfig(const v1::TrainerTask& task) {
   c.data.image_size = spec.data().image_size();
   c.data.sequence_length = spec.data().sequence_length();
   c.data.min_sequence_length = spec.data().min_sequence_length();
+  c.data.path = spec.data().path();
+  c.data.labels_path = spec.data().labels_path();
+  c.data.label_column = spec.data().label_column();
+  c.data.token_dtype = spec.data().token_dtype();
+  c.data.token_layout = spec.data().token_layout();
+  c.data.separator = spec.data().separator();
   c.optimizer.kind = spec.optimizer().kind();
   c.optimizer.lr = spec.optimizer().lr();
   c.optimizer.momentum = spec.optimizer().momentum();

@@ -1,0 +1,179 @@
+#include "worker/engine/file_datasets.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <fstream>
+
+#include "worker/engine/trainer.h"
+
+namespace accumulus::engine {
+namespace {
+
+class FileDatasetTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/accumulus-data-XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override { (void)!system(("rm -rf '" + dir_ + "'").c_str()); }
+
+  std::string Write(const std::string& name, const std::string& bytes) {
+    const std::string path = dir_ + "/" + name;
+    std::ofstream(path, std::ios::binary) << bytes;
+    return path;
+  }
+
+  static std::string Idx(std::vector<uint32_t> dims, const std::vector<uint8_t>& data) {
+    std::string out = {0, 0, 0x08, static_cast<char>(dims.size())};
+    for (uint32_t d : dims) {
+      for (int shift : {24, 16, 8, 0}) out.push_back(static_cast<char>((d >> shift) & 0xFF));
+    }
+    out.append(data.begin(), data.end());
+    return out;
+  }
+
+  std::string dir_;
+};
+
+TEST_F(FileDatasetTest, CsvWithHeaderReadsFeaturesAndTheNamedLabel) {
+  DataConfig c;
+  c.kind = "csv";
+  c.path = Write("t.csv", "label,a,b\r\n1,0.5,2\n0,-1,3.25\n\n2,4,5\n");
+  c.label_column = "label";
+  auto data = LoadCsvDataset(c);
+  ASSERT_TRUE(data.ok()) << data.status().ToString();
+  EXPECT_EQ((*data)->size(), 3);
+  EXPECT_EQ((*data)->shape().features, 2);
+  EXPECT_EQ((*data)->shape().outputs, 3);
+  const Batch b = (*data)->Gather(torch::tensor({1, 0}));
+  EXPECT_TRUE(torch::equal(b.inputs, torch::tensor({{-1.0f, 3.25f}, {0.5f, 2.0f}})));
+  EXPECT_TRUE(torch::equal(b.targets, torch::tensor({0, 1}, torch::kInt64)));
+}
+
+TEST_F(FileDatasetTest, CsvRegressionTakesTheLastColumnByDefault) {
+  DataConfig c;
+  c.kind = "csv";
+  c.task = "regression";
+  c.path = Write("r.csv", "1,2,0.25\n3,4,0.5\n");
+  auto data = LoadCsvDataset(c);
+  ASSERT_TRUE(data.ok()) << data.status().ToString();
+  EXPECT_TRUE(torch::equal((*data)->Gather(torch::tensor({1})).targets, torch::tensor({{0.5f}})));
+}
+
+TEST_F(FileDatasetTest, MalformedCsvNamesFileLineAndExpectation) {
+  DataConfig c;
+  c.kind = "csv";
+  c.path = Write("bad.csv", "1,2,0\n3,4\n");
+  EXPECT_EQ(LoadCsvDataset(c).status().message(),
+            c.path + ":2: expected 3 comma-separated columns, found 2");
+  c.path = Write("nan.csv", "x,y,label\n1,2,0\n3,abc,1\n");
+  EXPECT_EQ(LoadCsvDataset(c).status().message(),
+            c.path + ":3: column 2 is \"abc\", expected a number");
+  c.path = Write("frac.csv", "1,2,0.5\n");
+  EXPECT_NE(LoadCsvDataset(c).status().message().find("label 0.500000 is not a class index"),
+            std::string::npos);
+  c.path = dir_ + "/missing.csv";
+  EXPECT_EQ(LoadCsvDataset(c).status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(FileDatasetTest, IdxImagesAndLabelsRoundTrip) {
+  DataConfig c;
+  c.kind = "idx";
+  std::vector<uint8_t> pixels(2 * 4 * 4);
+  for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>(i * 7);
+  c.path = Write("images.idx3", Idx({2, 4, 4}, pixels));
+  c.labels_path = Write("labels.idx1", Idx({2}, {7, 3}));
+  auto data = LoadIdxDataset(c);
+  ASSERT_TRUE(data.ok()) << data.status().ToString();
+  EXPECT_EQ((*data)->shape().channels, 1);
+  EXPECT_EQ((*data)->shape().image_size, 4);
+  EXPECT_EQ((*data)->shape().outputs, 8);
+  const Batch b = (*data)->Gather(torch::tensor({1}));
+  EXPECT_EQ(b.inputs.sizes(), (std::vector<int64_t>{1, 1, 4, 4}));
+  EXPECT_FLOAT_EQ(b.inputs[0][0][0][1].item<float>(), 17 * 7 / 255.0f);
+  EXPECT_EQ(b.targets.item<int64_t>(), 3);
+}
+
+TEST_F(FileDatasetTest, GarbledIdxNamesTheByteOffset) {
+  DataConfig c;
+  c.kind = "idx";
+  c.labels_path = Write("labels.idx1", Idx({2}, {0, 1}));
+  std::string wrong_type = Idx({2, 2, 2}, std::vector<uint8_t>(8));
+  wrong_type[2] = 0x0D;  // float
+  c.path = Write("float.idx3", wrong_type);
+  EXPECT_EQ(LoadIdxDataset(c).status().message(),
+            "data.path " + c.path + ": at byte 2: expected type 0x08 (unsigned byte), found 0x0d");
+  c.path = Write("short.idx3", Idx({2, 2, 2}, std::vector<uint8_t>(5)));
+  EXPECT_EQ(LoadIdxDataset(c).status().message(),
+            "data.path " + c.path +
+                ": at byte 16: expected 8 data bytes for dimensions of the header, found 5");
+  c.path = Write("ok.idx3", Idx({3, 2, 2}, std::vector<uint8_t>(12)));
+  EXPECT_NE(LoadIdxDataset(c).status().message().find("expected 3 labels"), std::string::npos);
+}
+
+TEST_F(FileDatasetTest, TokenDocumentsArePaddedAndTargetsSkipPadding) {
+  DataConfig c;
+  c.kind = "tokens";
+  c.sequence_length = 4;
+  c.separator = 0;
+  // Documents "ab", "cdefgh" (longer than 4+1: continues), "x" (too short).
+  c.path = Write("t.bin", std::string("ab\0cdefgh\0x", 11));
+  auto data = LoadTokenDataset(c);
+  ASSERT_TRUE(data.ok()) << data.status().ToString();
+  EXPECT_EQ((*data)->size(), 3);  // "ab", "cdefg", "gh"
+  EXPECT_EQ((*data)->shape().pad_token, 256);
+  const Batch b = (*data)->Gather(torch::tensor({0, 1, 2}));
+  EXPECT_TRUE(torch::equal(b.inputs, torch::tensor({{'a', 256, 256, 256},
+                                                    {'c', 'd', 'e', 'f'},
+                                                    {'g', 256, 256, 256}},
+                                                   torch::kInt64)));
+  EXPECT_TRUE(torch::equal(b.targets, torch::tensor({{'b', -100, -100, -100},
+                                                     {'d', 'e', 'f', 'g'},
+                                                     {'h', -100, -100, -100}},
+                                                    torch::kInt64)));
+}
+
+TEST_F(FileDatasetTest, Uint16TokensNeedAnEvenByteCount) {
+  DataConfig c;
+  c.kind = "tokens";
+  c.token_dtype = "uint16";
+  c.path = Write("odd.bin", std::string("abc"));
+  EXPECT_NE(LoadTokenDataset(c).status().message().find("not a whole number of uint16 tokens"),
+            std::string::npos);
+}
+
+class Quiet : public EventSink {
+ public:
+  void OnRun(const RunReport& r) override { run = r; }
+  void OnStep(const StepReport& r) override { steps.push_back(r); }
+  void OnLog(LogLevel, const std::string&) override {}
+  RunReport run;
+  std::vector<StepReport> steps;
+};
+
+TEST_F(FileDatasetTest, TrainsAnMlpOnACsvFile) {
+  std::string csv = "f1,f2,label\n";
+  for (int i = 0; i < 40; ++i) {
+    const double x = (i % 10) / 10.0;
+    csv += std::to_string(x) + "," + std::to_string(1 - x) + "," + (x > 0.45 ? "1" : "0") + "\n";
+  }
+  TrainConfig c;
+  c.data.kind = "csv";
+  c.data.path = Write("train.csv", csv);
+  c.model.hidden = {8};
+  c.optimizer.lr = 0.5;
+  c.micro_batch = 4;
+  c.accumulation_steps = 2;
+  c.epochs = 5;
+  Quiet sink;
+  const Status status = Train(c, &sink);
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  EXPECT_EQ(sink.run.samples_per_epoch, 40);
+  EXPECT_EQ(sink.steps.size(), 25u);
+  EXPECT_LT(sink.steps.back().loss, sink.steps.front().loss);
+}
+
+}  // namespace
+}  // namespace accumulus::engine
