@@ -63,7 +63,16 @@ Status CheckModel(v1::ModelSpec* model) {
   if (model->kind().empty()) {
     return Status::InvalidArgument("model.kind is required (\"mlp\", \"cnn\" or \"charlm\")");
   }
-  if (Status s = OneOf("model.kind", model->kind(), {"mlp", "cnn", "charlm"}); !s.ok()) return s;
+  if (Status s = OneOf("model.kind", model->kind(), {"mlp", "cnn", "charlm", "torchscript"});
+      !s.ok()) {
+    return s;
+  }
+  if (model->kind() == "torchscript" && model->path().empty()) {
+    return Status::InvalidArgument("model.path is required for model.kind \"torchscript\"");
+  }
+  if (!model->loss().empty()) {
+    if (Status s = OneOf("model.loss", model->loss(), {"cross_entropy", "mse"}); !s.ok()) return s;
+  }
   if (model->norm().empty()) model->set_norm("batch");
   if (model->d_model() == 0) model->set_d_model(128);
   if (model->heads() == 0) model->set_heads(4);
@@ -94,7 +103,7 @@ Status CheckModel(v1::ModelSpec* model) {
 const char* TaskOf(const std::string& model) {
   if (model == "cnn") return "image_classification";
   if (model == "charlm") return "language_modeling";
-  return nullptr;  // mlp: classification or regression
+  return nullptr;  // mlp: classification or regression; torchscript: any
 }
 
 Status CheckData(v1::DataSpec* data, const v1::ModelSpec& model, uint64_t job_seed) {
@@ -133,7 +142,7 @@ Status CheckData(v1::DataSpec* data, const v1::ModelSpec& model, uint64_t job_se
   if (!s.ok()) return s;
   const char* model_task = TaskOf(model.kind());
   if ((model_task != nullptr && task != model_task) ||
-      (model_task == nullptr && task != "classification" && task != "regression")) {
+      (model.kind() == "mlp" && task != "classification" && task != "regression")) {
     return Status::InvalidArgument(
         "model.kind \"" + model.kind() + "\" cannot train on data.task \"" + task + "\" (it takes " +
         (model_task ? std::string("\"") + model_task + "\"" : "\"classification\" or \"regression\"") +

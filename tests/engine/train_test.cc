@@ -58,16 +58,16 @@ std::vector<torch::Tensor> Train(const TrainConfig& config, RecordingSink* sink)
 std::vector<torch::Tensor> FullBatchReference(const TrainConfig& c) {
   std::unique_ptr<Dataset> data = *MakeSyntheticDataset(c.data);
   torch::manual_seed(c.seed);
-  BuiltModel model = *BuildModel(c.model, data->shape());
+  std::unique_ptr<Model> model = *BuildModel(c.model, data->shape());
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   if (c.optimizer.kind == "sgd") {
-    optimizer = std::make_unique<torch::optim::SGD>(model.module->parameters(),
+    optimizer = std::make_unique<torch::optim::SGD>(model->Parameters(),
                                                     torch::optim::SGDOptions(c.optimizer.lr)
                                                         .momentum(c.optimizer.momentum)
                                                         .weight_decay(c.optimizer.weight_decay));
   } else {
     optimizer = std::make_unique<torch::optim::AdamW>(
-        model.module->parameters(),
+        model->Parameters(),
         torch::optim::AdamWOptions(c.optimizer.lr).weight_decay(c.optimizer.weight_decay));
   }
   WindowScheduleConfig sc;
@@ -89,7 +89,7 @@ std::vector<torch::Tensor> FullBatchReference(const TrainConfig& c) {
     for (auto& group : optimizer->param_groups()) {
       group.options().set_lr(LearningRate(c.lr_schedule, c.optimizer.lr, w.step - 1, total));
     }
-    const torch::Tensor outputs = model.forward(batch.inputs);
+    const torch::Tensor outputs = model->Forward(batch.inputs);
     // PyTorch's own mean losses over the whole window: for tokens, the mean
     // over the targets that are not ignore_index.
     if (c.data.task == "language_modeling") {
@@ -100,10 +100,10 @@ std::vector<torch::Tensor> FullBatchReference(const TrainConfig& c) {
       F::cross_entropy(outputs, batch.targets).backward();
     }
     optimizer->step();
-    model.module->zero_grad(true);
+    model->ZeroGrad();
   }
   std::vector<torch::Tensor> params;
-  for (const auto& p : model.module->parameters()) params.push_back(p.detach().clone());
+  for (const auto& p : model->Parameters()) params.push_back(p.detach().clone());
   return params;
 }
 

@@ -99,7 +99,8 @@ INSTANTIATE_TEST_SUITE_P(
     AllFields, NormalizeJobSpecRejection,
     ::testing::Values(
         BadField{"ModelKind", "model: {kind: resnet}",
-                 "model.kind \"resnet\" is not one of \"mlp\", \"cnn\", \"charlm\""},
+                 "model.kind \"resnet\" is not one of \"mlp\", \"cnn\", \"charlm\", "
+                 "\"torchscript\""},
         BadField{"ModelForTask", "model: {kind: charlm}",
                  "model.kind \"charlm\" cannot train on data.task \"classification\" (it takes "
                  "\"language_modeling\")"},

@@ -27,8 +27,8 @@ LossSum SumLoss(LossKind kind, const torch::Tensor& outputs, const torch::Tensor
   throw std::logic_error("unknown loss kind");
 }
 
-LossKind LossOf(const std::string& task) {
-  if (task == "regression") return LossKind::kMeanSquaredError;
+LossKind LossOf(const std::string& name, const std::string& task) {
+  if (name == "mse" || (name.empty() && task == "regression")) return LossKind::kMeanSquaredError;
   if (task == "language_modeling") return LossKind::kTokenCrossEntropy;
   return LossKind::kCrossEntropy;
 }

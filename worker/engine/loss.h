@@ -19,9 +19,10 @@ enum class LossKind {
   kTokenCrossEntropy,
 };
 
-// The loss of a data task: cross-entropy for classification and language
-// modeling, squared error for regression.
-LossKind LossOf(const std::string& task);
+// The loss `name` ("cross_entropy", "mse"; empty: the task's own) for a data
+// task: cross-entropy is per token for language modeling; by default
+// classification and language modeling use cross-entropy, regression mse.
+LossKind LossOf(const std::string& name, const std::string& task);
 
 struct LossSum {
   torch::Tensor sum;  // scalar, differentiable

@@ -1,21 +1,94 @@
 #include "worker/engine/model_factory.h"
 
+#include <torch/script.h>
+
 #include "worker/engine/charlm.h"
 #include "worker/engine/cnn.h"
-#include "worker/engine/dataset.h"
 #include "worker/engine/mlp.h"
+#include "worker/engine/state_dict.h"
 
 namespace accumulus::engine {
+namespace {
+
+// A built-in torch::nn module.
+template <typename Holder>
+class NnModel final : public Model {
+ public:
+  explicit NnModel(Holder module) : module_(std::move(module)) {}
+  torch::Tensor Forward(const torch::Tensor& inputs) override { return module_->forward(inputs); }
+  std::vector<torch::Tensor> Parameters() const override { return module_->parameters(); }
+  void To(const torch::Device& device) override { module_->to(device); }
+  bool HasBatchNorm() const override {
+    for (const auto& m : module_->modules()) {
+      if (m->template as<torch::nn::BatchNorm1d>() || m->template as<torch::nn::BatchNorm2d>() ||
+          m->template as<torch::nn::BatchNorm3d>()) {
+        return true;
+      }
+    }
+    return false;
+  }
+  Status Save(const std::string& path) const override { return SaveStateDict(*module_, path); }
+
+ private:
+  Holder module_;
+};
+
+// A TorchScript module (torch.jit.script or torch.jit.trace, then save).
+class ScriptModel final : public Model {
+ public:
+  explicit ScriptModel(torch::jit::Module module) : module_(std::move(module)) {
+    module_.train();
+  }
+  torch::Tensor Forward(const torch::Tensor& inputs) override {
+    return module_.forward({inputs}).toTensor();
+  }
+  std::vector<torch::Tensor> Parameters() const override {
+    std::vector<torch::Tensor> out;
+    for (const auto& p : module_.parameters()) out.push_back(p);
+    return out;
+  }
+  void To(const torch::Device& device) override { module_.to(device); }
+  bool HasBatchNorm() const override {
+    for (const auto& m : module_.modules()) {
+      const std::string type = m.type()->name() ? m.type()->name()->name() : "";
+      if (type.rfind("BatchNorm", 0) == 0) return true;
+    }
+    return false;
+  }
+  Status Save(const std::string& path) const override {
+    try {
+      module_.save(path);
+      return Status::Ok();
+    } catch (const c10::Error& e) {
+      return Status::Internal("cannot write " + path + ": " + e.what_without_backtrace());
+    }
+  }
+
+ private:
+  mutable torch::jit::Module module_;
+};
 
 template <typename Holder>
-BuiltModel Wrap(Holder model) {
-  return BuiltModel{model.ptr(), [model](const torch::Tensor& x) mutable { return model->forward(x); }};
+std::unique_ptr<Model> Wrap(Holder module) {
+  return std::make_unique<NnModel<Holder>>(std::move(module));
 }
 
-StatusOr<BuiltModel> BuildModel(const ModelConfig& config, const DataShape& data) {
+}  // namespace
+
+void Model::ZeroGrad() {
+  for (auto& p : Parameters()) p.mutable_grad() = torch::Tensor();
+}
+
+int64_t Model::CountParameters() const {
+  int64_t n = 0;
+  for (const auto& p : Parameters()) n += p.numel();
+  return n;
+}
+
+StatusOr<std::unique_ptr<Model>> BuildModel(const ModelConfig& config, const DataShape& data) {
   if (config.kind == "mlp") {
     if (data.features <= 0 || data.outputs <= 0) {
-      return Status::InvalidArgument("model.kind \"mlp\" needs feature data (samples with outputs)");
+      return Status::InvalidArgument("model.kind \"mlp\" needs feature data (samples with labels)");
     }
     return Wrap(Mlp(data.features, config.hidden, data.outputs));
   }
@@ -41,17 +114,16 @@ StatusOr<BuiltModel> BuildModel(const ModelConfig& config, const DataShape& data
     options.layers = config.layers;
     return Wrap(CharLm(options));
   }
-  return Status::InvalidArgument("model.kind \"" + config.kind + "\" is not a built-in model");
-}
-
-bool HasBatchNorm(const torch::nn::Module& module) {
-  for (const auto& m : module.modules()) {
-    if (m->as<torch::nn::BatchNorm1d>() || m->as<torch::nn::BatchNorm2d>() ||
-        m->as<torch::nn::BatchNorm3d>()) {
-      return true;
+  if (config.kind == "torchscript") {
+    try {
+      return std::unique_ptr<Model>(new ScriptModel(torch::jit::load(config.path)));
+    } catch (const c10::Error& e) {
+      return Status::InvalidArgument("model.path " + config.path +
+                                     ": not a TorchScript module (" + e.what_without_backtrace() +
+                                     ")");
     }
   }
-  return false;
+  return Status::InvalidArgument("model.kind \"" + config.kind + "\" is not a model kind");
 }
 
 StatusOr<std::unique_ptr<torch::optim::Optimizer>> BuildOptimizer(

@@ -1,10 +1,13 @@
-// Builds the model and the optimizer a TrainConfig names.
+// The model a job trains, behind one interface whether it is a built-in
+// torch::nn module or a TorchScript module a user exported from Python; and
+// the optimizer over its parameters.
 #pragma once
 
 #include <torch/torch.h>
 
-#include <functional>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "worker/engine/dataset.h"
@@ -12,19 +15,30 @@
 
 namespace accumulus::engine {
 
-struct BuiltModel {
-  std::shared_ptr<torch::nn::Module> module;
-  std::function<torch::Tensor(const torch::Tensor&)> forward;
+class Model {
+ public:
+  virtual ~Model() = default;
+  virtual torch::Tensor Forward(const torch::Tensor& inputs) = 0;
+  // The trainable parameters, in a stable order.
+  virtual std::vector<torch::Tensor> Parameters() const = 0;
+  virtual void To(const torch::Device& device) = 0;
+  // True when the model normalizes with batch statistics (BatchNorm), which
+  // come from one micro-batch, not from the whole window.
+  virtual bool HasBatchNorm() const = 0;
+  // Writes the trained model: a state-dict archive for built-ins (Python's
+  // torch.load reads it), a TorchScript file for TorchScript models.
+  virtual Status Save(const std::string& path) const = 0;
+
+  // Frees every gradient (zero_grad(set_to_none=True)).
+  void ZeroGrad();
+  int64_t CountParameters() const;
 };
 
-// The model `config` names, shaped for the data. Parameters are initialized
-// from LibTorch's global generator: seed it first (torch::manual_seed) for a
-// reproducible initialization.
-StatusOr<BuiltModel> BuildModel(const ModelConfig& config, const DataShape& data);
-
-// True when the model normalizes with batch statistics (BatchNorm), which
-// come from one micro-batch, not from the whole window.
-bool HasBatchNorm(const torch::nn::Module& module);
+// The model `config` names, shaped for the data. Built-in parameters are
+// initialized from LibTorch's global generator: seed it first
+// (torch::manual_seed) for a reproducible initialization. TorchScript models
+// come with their parameters from config.path.
+StatusOr<std::unique_ptr<Model>> BuildModel(const ModelConfig& config, const DataShape& data);
 
 StatusOr<std::unique_ptr<torch::optim::Optimizer>> BuildOptimizer(
     const OptimizerConfig& config, std::vector<torch::Tensor> parameters);

@@ -23,7 +23,11 @@ enum class Normalization {
 };
 
 struct ModelConfig {
-  std::string kind = "mlp";  // "mlp", "cnn" or "charlm"
+  std::string kind = "mlp";  // "mlp", "cnn", "charlm" or "torchscript"
+  // torchscript: the module file (torch.jit.save), on the worker.
+  std::string path;
+  // The loss: "" (by data task), "cross_entropy" or "mse".
+  std::string loss;
   // mlp: hidden widths; cnn: output channels of its conv blocks.
   std::vector<int64_t> hidden;
   // cnn: "batch" (Conv → BatchNorm → ReLU → pool) or "none".

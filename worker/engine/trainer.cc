@@ -31,12 +31,6 @@ torch::Tensor IndexTensor(const std::vector<int64_t>& order, const WindowRange& 
       .clone();
 }
 
-int64_t CountParameters(const torch::nn::Module& module) {
-  int64_t n = 0;
-  for (const auto& p : module.parameters()) n += p.numel();
-  return n;
-}
-
 StatusOr<torch::Device> ParseDevice(const std::string& name) {
   try {
     torch::Device device(name);
@@ -124,10 +118,11 @@ Status TrainOrThrow(const TrainConfig& config, EventSink* sink, const TrainOptio
   if (!dataset.ok()) return dataset.status();
   const Dataset& data = **dataset;
   torch::manual_seed(config.seed);
-  StatusOr<BuiltModel> model = BuildModel(config.model, data.shape());
-  if (!model.ok()) return model.status();
-  model->module->to(*device);
-  std::vector<torch::Tensor> parameters = model->module->parameters();
+  StatusOr<std::unique_ptr<Model>> built = BuildModel(config.model, data.shape());
+  if (!built.ok()) return built.status();
+  Model& model = **built;
+  model.To(*device);
+  std::vector<torch::Tensor> parameters = model.Parameters();
 
   std::unique_ptr<GradientSync> sync;
   if (config.world_size > 1) {
@@ -149,8 +144,9 @@ Status TrainOrThrow(const TrainConfig& config, EventSink* sink, const TrainOptio
       BuildOptimizer(config.optimizer, parameters);
   if (!optimizer.ok()) return optimizer.status();
 
-  const LossKind loss = LossOf(config.data.task);
-  WindowAccumulator window(parameters, model->forward, loss, config.normalization,
+  const LossKind loss = LossOf(config.model.loss, config.data.task);
+  WindowAccumulator window(parameters, [&model](const torch::Tensor& x) { return model.Forward(x); },
+                           loss, config.normalization,
                            config.accumulation_steps, config.max_grad_norm, sync.get());
   if (Status s = CheckPrecision(config.precision, device->type()); !s.ok()) return s;
   window.set_precision(config.precision, device->type());
@@ -175,7 +171,7 @@ Status TrainOrThrow(const TrainConfig& config, EventSink* sink, const TrainOptio
 
   RunReport run;
   run.device = config.device;
-  run.parameters = CountParameters(*model->module);
+  run.parameters = model.CountParameters();
   run.samples_per_epoch = samples;
   run.steps_per_epoch = schedule.steps_in_first_epoch();
   run.steps_total = total;
@@ -187,7 +183,7 @@ Status TrainOrThrow(const TrainConfig& config, EventSink* sink, const TrainOptio
     }
   }
   sink->OnRun(run);
-  if (HasBatchNorm(*model->module) && config.micro_batch < kSmallBatchNormBatch) {
+  if (model.HasBatchNorm() && config.micro_batch < kSmallBatchNormBatch) {
     sink->OnLog(LogLevel::kWarning,
                 "the model has BatchNorm and micro_batch is " + std::to_string(config.micro_batch) +
                     ": its batch statistics come from one micro-batch, not from the window of " +
@@ -228,7 +224,7 @@ Status TrainOrThrow(const TrainConfig& config, EventSink* sink, const TrainOptio
       ++applied;
     }
     // Freed, not zeroed: between windows no gradient memory is held.
-    model->module->zero_grad(/*set_to_none=*/true);
+    model.ZeroGrad();
 
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     StepReport report;
@@ -256,7 +252,7 @@ Status TrainOrThrow(const TrainConfig& config, EventSink* sink, const TrainOptio
     sink->OnStep(report);
   }
   if (config.rank == 0 && !config.output_path.empty()) {
-    if (Status saved = SaveStateDict(*model->module, config.output_path); !saved.ok()) {
+    if (Status saved = model.Save(config.output_path); !saved.ok()) {
       return saved;
     }
     sink->OnLog(LogLevel::kInfo, "final parameters written to " + config.output_path);

@@ -15,6 +15,8 @@ StatusOr<engine::TrainConfig> ToTrainConfig(const v1::TrainerTask& task) {
   c.model.kind = spec.model().kind();
   c.model.hidden.assign(spec.model().hidden().begin(), spec.model().hidden().end());
   c.model.norm = spec.model().norm();
+  c.model.path = spec.model().path();
+  c.model.loss = spec.model().loss();
   c.model.d_model = spec.model().d_model();
   c.model.heads = spec.model().heads();
   c.model.layers = spec.model().layers();
