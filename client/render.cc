@@ -100,6 +100,13 @@ std::string JobDetails(const v1::Job& j) {
       << " samples\n"
       << "optimizer:    " << s.optimizer().kind() << " lr " << s.optimizer().lr() << "\n"
       << "steps:        " << j.steps_done() << "/" << j.steps_total() << "\n";
+  if (!s.output().empty()) {
+    out << "output:       " << s.output()
+        << (j.worker_id().empty() ? "" : " (on worker " + j.worker_id() + ")") << "\n";
+  }
+  for (const auto& p : j.placements()) {
+    out << "rank " << p.rank() << ":       " << p.device() << " on " << p.worker_id() << "\n";
+  }
   if (j.has_last_step()) {
     const v1::StepMetrics& m = j.last_step();
     out << "last step:    loss " << Format("%.6f", m.loss()) << ", grad norm "

@@ -6,15 +6,16 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${ACCUMULUS_BUILD_DIR:-$ROOT/build}"
 
 # Build tools, the libraries of PLATFORM.md, OpenBLAS (LibTorch's CPU speed
-# depends on it: the default reference BLAS is ~20× slower), and Prometheus
-# (promtool checks our /metrics in the tests).
+# depends on it: the default reference BLAS is ~20× slower), Prometheus
+# (promtool checks our /metrics in the tests) and python3-torch (the same
+# LibTorch from Python: the independent reference of the cross-check tests).
 PACKAGES=(
   build-essential cmake pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libtorch-dev libopenblas0-pthread libgloo-dev
   libspdlog-dev libcpp-httplib-dev libsqlite3-dev libcli11-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  prometheus
+  prometheus python3-torch
 )
 
 install_packages() {

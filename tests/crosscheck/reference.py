@@ -1,0 +1,114 @@
+"""Independent reference for accumulus's engine: Python PyTorch (Debian's
+python3-torch, the same LibTorch version) running the plain full-batch loop.
+
+  export-mlp  --out net.pt ...        a TorchScript MLP, as a user would export it
+  check       --kind ... --trained T  trains the reference from the same start
+                                      on the same windows and compares with T
+
+`check` reads what the C++ test exported with torch::pickle_save: the data
+set ({"inputs", "targets"}), the windows ({"0": indices, "1": ...}) and, for
+the charlm, the initial state dict. It exits 0 when every parameter agrees
+within --tolerance (relative to the tensor's largest value) and prints the
+largest difference either way.
+"""
+import argparse
+import sys
+
+import torch
+from torch import nn
+import torch.nn.functional as F
+
+
+class CharLM(nn.Module):
+    """The same architecture as accumulus's built-in charlm (parameter names included)."""
+
+    def __init__(self, vocabulary, max_length, d_model, heads, layers):
+        super().__init__()
+        self.tokens = nn.Embedding(vocabulary, d_model)
+        self.positions = nn.Embedding(max_length, d_model)
+        layer = nn.TransformerEncoderLayer(d_model, heads, dim_feedforward=4 * d_model,
+                                           dropout=0.0, activation="gelu")
+        self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.norm = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, vocabulary)
+
+    def forward(self, tokens):
+        length = tokens.shape[1]
+        x = self.tokens(tokens) + self.positions(torch.arange(length)).unsqueeze(0)
+        causal = torch.full((length, length), float("-inf")).triu(1)
+        x = self.encoder(x.transpose(0, 1), mask=causal).transpose(0, 1)
+        return self.head(self.norm(x))
+
+
+def export_mlp(args):
+    torch.manual_seed(args.seed)
+    net = nn.Sequential(nn.Linear(args.features, args.hidden), nn.ReLU(),
+                        nn.Linear(args.hidden, args.classes))
+    torch.jit.save(torch.jit.script(net), args.out)
+
+
+def check(args):
+    data = torch.load(args.data)
+    windows = torch.load(args.windows)
+    if args.kind == "torchscript":
+        model = torch.jit.load(args.initial)
+        trained = dict(torch.jit.load(args.trained).named_parameters())
+    else:
+        model = CharLM(args.vocabulary, args.max_length, args.d_model, args.heads, args.layers)
+        model.load_state_dict(torch.load(args.initial))
+        trained = torch.load(args.trained)  # accumulus's state-dict archive
+    model.train()
+    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
+    for step in range(len(windows)):
+        index = windows[str(step)]
+        outputs = model(data["inputs"][index])
+        targets = data["targets"][index]
+        # One big batch: PyTorch's mean over the window's items (tokens that
+        # are not ignore_index for the charlm).
+        loss = F.cross_entropy(outputs.reshape(-1, outputs.shape[-1]), targets.reshape(-1),
+                               ignore_index=-100)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+
+    worst = 0.0
+    for name, reference in model.named_parameters():
+        if name not in trained:
+            print(f"missing parameter {name} in {args.trained}")
+            return 1
+        scale = max(reference.detach().abs().max().item(), 1e-12)
+        worst = max(worst, (trained[name] - reference.detach()).abs().max().item() / scale)
+    print(f"max relative difference {worst:.3g} over {len(windows)} steps")
+    return 0 if worst <= args.tolerance else 1
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers(dest="command", required=True)
+    e = sub.add_parser("export-mlp")
+    e.add_argument("--out", required=True)
+    e.add_argument("--features", type=int, required=True)
+    e.add_argument("--hidden", type=int, required=True)
+    e.add_argument("--classes", type=int, required=True)
+    e.add_argument("--seed", type=int, default=0)
+    c = sub.add_parser("check")
+    c.add_argument("--kind", choices=["torchscript", "charlm"], required=True)
+    c.add_argument("--initial", required=True)
+    c.add_argument("--data", required=True)
+    c.add_argument("--windows", required=True)
+    c.add_argument("--trained", required=True)
+    c.add_argument("--lr", type=float, required=True)
+    c.add_argument("--momentum", type=float, default=0.0)
+    c.add_argument("--tolerance", type=float, default=1e-5)
+    for name in ["vocabulary", "max_length", "d_model", "heads", "layers"]:
+        c.add_argument("--" + name.replace("_", "-"), dest=name, type=int, default=0)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    if args.command == "export-mlp":
+        export_mlp(args)
+        return 0
+    return check(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
