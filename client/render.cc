@@ -28,6 +28,9 @@ std::string Pad(const std::string& s, size_t width) {
 }
 
 std::string BatchText(const v1::BatchPlan& b) {
+  if (b.micro_batch() == 0) {
+    return std::to_string(b.global_batch()) + " = auto×" + std::to_string(b.devices());
+  }
   return std::to_string(b.global_batch()) + " = " + std::to_string(b.micro_batch()) + "×" +
          std::to_string(b.accumulation_steps()) + "×" + std::to_string(b.devices());
 }
@@ -155,6 +158,11 @@ std::string EventLine(const v1::JobEvent& e) {
     const v1::RuntimeInfo& r = e.runtime();
     std::string ramp;
     for (int64_t k : r.accumulation_ramp()) ramp += (ramp.empty() ? "" : ",") + std::to_string(k);
+    std::string probe;
+    for (const auto& p : r.probe()) {
+      probe += "\n      probe micro_batch " + std::to_string(p.micro_batch()) + ": peak " +
+               HumanBytes(p.peak_bytes()) + (p.fits() ? "  fits" : "  does not fit");
+    }
     return "plan  " + std::to_string(r.steps_total()) + " steps (" +
            std::to_string(r.steps_per_epoch()) + " in the first epoch of " +
            std::to_string(r.samples_per_epoch()) +
@@ -166,7 +174,7 @@ std::string EventLine(const v1::JobEvent& e) {
            " (pid " + std::to_string(r.pid()) + "), threads: intra-op " +
            std::to_string(r.intra_op_threads()) + ", inter-op " +
            std::to_string(r.inter_op_threads()) + ", BLAS " + std::to_string(r.blas_threads()) +
-           " (" + r.blas() + "), LibTorch " + r.torch_version();
+           " (" + r.blas() + "), LibTorch " + r.torch_version() + probe;
   }
   if (e.has_log()) {
     const char* level = e.log().level() == v1::LogMessage::LEVEL_ERROR     ? "error"

@@ -143,10 +143,11 @@ Status CheckData(v1::DataSpec* data, const v1::ModelSpec& model, uint64_t job_se
   const char* model_task = TaskOf(model.kind());
   if ((model_task != nullptr && task != model_task) ||
       (model.kind() == "mlp" && task != "classification" && task != "regression")) {
-    return Status::InvalidArgument(
-        "model.kind \"" + model.kind() + "\" cannot train on data.task \"" + task + "\" (it takes " +
-        (model_task ? std::string("\"") + model_task + "\"" : "\"classification\" or \"regression\"") +
-        ")");
+    return Status::InvalidArgument("model.kind \"" + model.kind() +
+                                   "\" cannot train on data.task \"" + task + "\" (it takes " +
+                                   (model_task ? std::string("\"") + model_task + "\""
+                                               : "\"classification\" or \"regression\"") +
+                                   ")");
   }
   if (!synthetic && data->path().empty()) {
     return Status::InvalidArgument("data.path is required for data.kind \"" + data->kind() + "\"");
@@ -261,6 +262,19 @@ StatusOr<v1::JobSpec> NormalizeJobSpec(const v1::JobSpec& input) {
         std::to_string(spec.accumulation_steps()) + ", global_batch " +
         std::to_string(spec.global_batch()) + ")");
   }
+  if (spec.auto_micro_batch() && (spec.global_batch() == 0 || spec.micro_batch() != 0 ||
+                                  spec.accumulation_steps() != 0 || spec.nominal_batch() != 0)) {
+    return Status::InvalidArgument(
+        "micro_batch auto needs global_batch and derives micro_batch and accumulation_steps "
+        "(got global_batch " +
+        std::to_string(spec.global_batch()) + ", accumulation_steps " +
+        std::to_string(spec.accumulation_steps()) + ")");
+  }
+  if (spec.memory_limit_bytes() < 0) {
+    return Status::InvalidArgument("memory_limit_bytes " +
+                                   std::to_string(spec.memory_limit_bytes()) +
+                                   " must not be negative");
+  }
   if (spec.max_steps() == 0 && spec.epochs() == 0) {
     return Status::InvalidArgument("set max_steps or epochs (both are 0): the job would never end");
   }
@@ -274,6 +288,18 @@ StatusOr<v1::BatchPlan> ResolveBatchPlan(const v1::JobSpec& spec) {
   request.micro_batch = spec.micro_batch();
   request.accumulation_steps = spec.accumulation_steps();
   request.devices = spec.devices();
+  if (spec.auto_micro_batch() && spec.global_batch() > 0) {
+    // Decided by the trainer; the global batch is what the plan fixes.
+    const int64_t devices = spec.devices() == 0 ? 1 : spec.devices();
+    if (spec.global_batch() % devices != 0) {
+      return Status::InvalidArgument("global_batch " + std::to_string(spec.global_batch()) +
+                                     " is not divisible by devices " + std::to_string(devices));
+    }
+    v1::BatchPlan plan;
+    plan.set_devices(static_cast<int32_t>(devices));
+    plan.set_global_batch(spec.global_batch());
+    return plan;
+  }
   if (spec.nominal_batch() > 0 && spec.micro_batch() > 0) {
     // The plan states the accumulation after the ramp.
     request.accumulation_steps = NominalAccumulation(
@@ -292,9 +318,12 @@ StatusOr<v1::BatchPlan> ResolveBatchPlan(const v1::JobSpec& spec) {
 WindowScheduleConfig ScheduleOf(const v1::JobSpec& spec, const v1::BatchPlan& batch) {
   WindowScheduleConfig config;
   config.samples_per_epoch = spec.data().samples();
-  config.micro_batch = batch.micro_batch();
+  // micro_batch: auto leaves the split open; the windows depend only on the
+  // global batch.
+  const bool open_split = batch.micro_batch() == 0;
+  config.micro_batch = open_split ? batch.global_batch() / batch.devices() : batch.micro_batch();
   config.devices = batch.devices();
-  config.accumulation_steps = batch.accumulation_steps();
+  config.accumulation_steps = open_split ? 1 : batch.accumulation_steps();
   config.nominal_batch = spec.nominal_batch();
   config.warmup_steps = spec.lr_schedule().warmup_steps();
   config.policy = spec.partial_window() == "drop"    ? PartialWindow::kDrop

@@ -97,6 +97,12 @@ StatusOr<v1::JobSpec> ParseJobSpecYaml(const std::string& yaml, const std::strin
   if (!root.IsMap()) {
     return Status::InvalidArgument(source + ": a job spec must be a YAML mapping of fields");
   }
+  // `micro_batch: auto` is the auto_micro_batch flag.
+  if (root["micro_batch"] && root["micro_batch"].IsScalar() &&
+      root["micro_batch"].Scalar() == "auto") {
+    root.remove("micro_batch");
+    root["auto_micro_batch"] = true;
+  }
   std::string json;
   ToJson(root, &json);
   v1::JobSpec spec;

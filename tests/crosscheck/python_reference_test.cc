@@ -78,7 +78,8 @@ class PythonReferenceTest : public ::testing::Test {
   }
 
   static void Write(const std::string& path, const std::vector<char>& bytes) {
-    std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    std::ofstream(path, std::ios::binary)
+        .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   }
 
   std::string dir_;
@@ -86,9 +87,9 @@ class PythonReferenceTest : public ::testing::Test {
 
 TEST_F(PythonReferenceTest, TorchScriptMlpExportedFromPython) {
   std::string output;
-  ASSERT_EQ(Python("export-mlp --out " + dir_ + "/net.pt --features 6 --hidden 16 --classes 3",
-                   &output),
-            0)
+  ASSERT_EQ(
+      Python("export-mlp --out " + dir_ + "/net.pt --features 6 --hidden 16 --classes 3", &output),
+      0)
       << output;
   TrainConfig c;
   c.model.kind = "torchscript";

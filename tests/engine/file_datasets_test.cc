@@ -125,14 +125,13 @@ TEST_F(FileDatasetTest, TokenDocumentsArePaddedAndTargetsSkipPadding) {
   EXPECT_EQ((*data)->size(), 3);  // "ab", "cdefg", "gh"
   EXPECT_EQ((*data)->shape().pad_token, 256);
   const Batch b = (*data)->Gather(torch::tensor({0, 1, 2}));
-  EXPECT_TRUE(torch::equal(b.inputs, torch::tensor({{'a', 256, 256, 256},
-                                                    {'c', 'd', 'e', 'f'},
-                                                    {'g', 256, 256, 256}},
-                                                   torch::kInt64)));
-  EXPECT_TRUE(torch::equal(b.targets, torch::tensor({{'b', -100, -100, -100},
-                                                     {'d', 'e', 'f', 'g'},
-                                                     {'h', -100, -100, -100}},
-                                                    torch::kInt64)));
+  EXPECT_TRUE(torch::equal(
+      b.inputs, torch::tensor({{'a', 256, 256, 256}, {'c', 'd', 'e', 'f'}, {'g', 256, 256, 256}},
+                              torch::kInt64)));
+  EXPECT_TRUE(torch::equal(
+      b.targets,
+      torch::tensor({{'b', -100, -100, -100}, {'d', 'e', 'f', 'g'}, {'h', -100, -100, -100}},
+                    torch::kInt64)));
 }
 
 TEST_F(FileDatasetTest, Uint16TokensNeedAnEvenByteCount) {

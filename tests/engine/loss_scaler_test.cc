@@ -51,7 +51,8 @@ TrainConfig Config() {
   return c;
 }
 
-std::vector<torch::Tensor> TrainAndCollect(const TrainConfig& config, Sink* sink, TrainOptions options = {}) {
+std::vector<torch::Tensor> TrainAndCollect(const TrainConfig& config, Sink* sink,
+                                           TrainOptions options = {}) {
   std::vector<torch::Tensor> params;
   options.final_parameters = &params;
   const Status status = Train(config, sink, options);
@@ -104,8 +105,8 @@ TEST(MixedPrecision, Bf16AutocastTrainsCloseToFp32) {
   const auto pb = TrainAndCollect(bf16, &b);
   double worst = 0;
   for (size_t i = 0; i < pa.size(); ++i) {
-    worst = std::max(worst, (pa[i] - pb[i]).abs().max().item<double>() /
-                                pa[i].abs().max().item<double>());
+    worst = std::max(worst,
+                     (pa[i] - pb[i]).abs().max().item<double>() / pa[i].abs().max().item<double>());
   }
   EXPECT_GT(worst, 0) << "autocast changed nothing: was it on?";
   EXPECT_LT(worst, 0.05);

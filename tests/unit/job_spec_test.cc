@@ -165,6 +165,24 @@ TEST(NormalizeJobSpec, LinearScalingNeedsABaseBatch) {
   EXPECT_NE(result.status().message().find("needs base_batch"), std::string::npos);
 }
 
+TEST(ParseJobSpecYaml, MicroBatchAutoLeavesTheSplitToTheTrainer) {
+  v1::JobSpec spec = Parse(kValid);
+  spec.MergeFrom(Parse("micro_batch: auto\nglobal_batch: 64\nmemory_limit_bytes: 1000000\n"));
+  spec.clear_accumulation_steps();
+  EXPECT_TRUE(spec.auto_micro_batch());
+  EXPECT_EQ(spec.micro_batch(), 8) << "MergeFrom keeps kValid's micro_batch";
+  spec.clear_micro_batch();
+  StatusOr<v1::JobSpec> normalized = NormalizeJobSpec(spec);
+  ASSERT_TRUE(normalized.ok()) << normalized.status().ToString();
+  const v1::BatchPlan plan = *ResolveBatchPlan(*normalized);
+  EXPECT_EQ(plan.global_batch(), 64);
+  EXPECT_EQ(plan.micro_batch(), 0) << "decided by the trainer's probe";
+  EXPECT_EQ(TotalSteps(*normalized, plan), 2 * 2);  // ceil(100 / 64) × 2 epochs
+
+  spec.set_accumulation_steps(4);
+  EXPECT_FALSE(NormalizeJobSpec(spec).ok()) << "auto derives accumulation_steps";
+}
+
 TEST(NormalizeJobSpec, RequiresAnEnd) {
   v1::JobSpec spec = Parse(kValid);
   spec.set_epochs(0);

@@ -11,10 +11,10 @@ CharLmImpl::CharLmImpl(const CharLmOptions& options) : options_(options) {
                    .dropout(0.0)
                    .activation(torch::kGELU);
   encoder_ = register_module(
-      "encoder", torch::nn::TransformerEncoder(
-                     torch::nn::TransformerEncoderOptions(layer, options.layers)));
-  norm_ = register_module("norm", torch::nn::LayerNorm(
-                                      torch::nn::LayerNormOptions({options.d_model})));
+      "encoder",
+      torch::nn::TransformerEncoder(torch::nn::TransformerEncoderOptions(layer, options.layers)));
+  norm_ =
+      register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({options.d_model})));
   head_ = register_module("head", torch::nn::Linear(options.d_model, options.vocabulary));
 }
 

@@ -2,9 +2,9 @@
 // MaxPool2×2, then global average pooling and a Linear head.
 #pragma once
 
-#include <vector>
-
 #include <torch/torch.h>
+
+#include <vector>
 
 namespace accumulus::engine {
 

@@ -26,13 +26,11 @@ std::unique_ptr<Dataset> Features(const DataConfig& config, at::Generator& gen) 
 
 std::unique_ptr<Dataset> Images(const DataConfig& config, at::Generator& gen) {
   const int64_t n = config.samples;
-  torch::Tensor images =
-      at::randn({n, config.channels, config.image_size, config.image_size}, gen);
+  torch::Tensor images = at::randn({n, config.channels, config.image_size, config.image_size}, gen);
   // The label is the class whose random linear filter responds most.
   const torch::Tensor filters =
       at::randn({config.outputs, config.channels, config.image_size, config.image_size}, gen);
-  const torch::Tensor scores =
-      images.flatten(1).matmul(filters.flatten(1).t());  // [n, classes]
+  const torch::Tensor scores = images.flatten(1).matmul(filters.flatten(1).t());  // [n, classes]
   DataShape shape;
   shape.features = config.channels * config.image_size * config.image_size;
   shape.outputs = config.outputs;

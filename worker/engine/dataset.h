@@ -1,10 +1,10 @@
 // Data sets the engine trains on, and the micro-batches drawn from them.
 #pragma once
 
+#include <torch/torch.h>
+
 #include <memory>
 #include <vector>
-
-#include <torch/torch.h>
 
 #include "common/status.h"
 #include "worker/engine/train_config.h"

@@ -8,8 +8,19 @@
 
 namespace accumulus::engine {
 
+// One candidate of micro_batch: auto.
+struct MicroBatchProbe {
+  int64_t micro_batch = 0;
+  int64_t peak_bytes = 0;  // forward + backward peak plus the optimizer state
+  bool fits = false;
+};
+
 // Sent once, before the first step.
 struct RunReport {
+  // The split in force at the start (chosen by the probe under auto).
+  int64_t micro_batch = 0;
+  int64_t accumulation_steps = 0;
+  std::vector<MicroBatchProbe> probe;
   std::string device;
   int64_t parameters = 0;
   int64_t samples_per_epoch = 0;

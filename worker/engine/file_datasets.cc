@@ -44,9 +44,7 @@ bool ParseNumber(const std::string& text, double* value) {
   return end == text.c_str() + text.size();
 }
 
-std::string At(const std::string& path, int64_t line) {
-  return path + ":" + std::to_string(line);
-}
+std::string At(const std::string& path, int64_t line) { return path + ":" + std::to_string(line); }
 
 }  // namespace
 
@@ -88,7 +86,8 @@ StatusOr<std::unique_ptr<Dataset>> LoadCsvDataset(const DataConfig& config) {
   }
   if (rows.empty()) return Status::InvalidArgument(config.path + ": no data rows");
   if (columns < 2) {
-    return Status::InvalidArgument(config.path + ": needs at least 2 columns (features and a label)");
+    return Status::InvalidArgument(config.path +
+                                   ": needs at least 2 columns (features and a label)");
   }
 
   // The label column: a header name, an index, or the last column.
@@ -96,8 +95,9 @@ StatusOr<std::unique_ptr<Dataset>> LoadCsvDataset(const DataConfig& config) {
   if (!config.label_column.empty()) {
     double index = 0;
     if (ParseNumber(config.label_column, &index)) {
-      label = static_cast<int64_t>(index) < 0 ? static_cast<int64_t>(columns) + static_cast<int64_t>(index)
-                                              : static_cast<int64_t>(index);
+      label = static_cast<int64_t>(index) < 0
+                  ? static_cast<int64_t>(columns) + static_cast<int64_t>(index)
+                  : static_cast<int64_t>(index);
     } else {
       label = -1;
       for (size_t i = 0; i < header.size(); ++i) {
@@ -115,8 +115,8 @@ StatusOr<std::unique_ptr<Dataset>> LoadCsvDataset(const DataConfig& config) {
   const int64_t features = static_cast<int64_t>(columns) - 1;
   torch::Tensor inputs = torch::empty({n, features}, torch::kFloat32);
   const bool classification = config.task == "classification";
-  torch::Tensor targets = classification ? torch::empty({n}, torch::kInt64)
-                                         : torch::empty({n, 1}, torch::kFloat32);
+  torch::Tensor targets =
+      classification ? torch::empty({n}, torch::kInt64) : torch::empty({n, 1}, torch::kFloat32);
   auto in = inputs.accessor<float, 2>();
   int64_t classes = 0;
   for (int64_t r = 0; r < n; ++r) {
@@ -127,9 +127,8 @@ StatusOr<std::unique_ptr<Dataset>> LoadCsvDataset(const DataConfig& config) {
     const double y = row[static_cast<size_t>(label)];
     if (classification) {
       if (y < 0 || y != static_cast<double>(static_cast<int64_t>(y))) {
-        return Status::InvalidArgument(config.path + ": row " + std::to_string(r + 1) +
-                                       ": label " + std::to_string(y) +
-                                       " is not a class index (0, 1, 2, ...)");
+        return Status::InvalidArgument(config.path + ": row " + std::to_string(r + 1) + ": label " +
+                                       std::to_string(y) + " is not a class index (0, 1, 2, ...)");
       }
       targets.accessor<int64_t, 1>()[r] = static_cast<int64_t>(y);
       classes = std::max(classes, static_cast<int64_t>(y) + 1);
@@ -206,10 +205,9 @@ StatusOr<std::unique_ptr<Dataset>> LoadIdxDataset(const DataConfig& config) {
   const int64_t n = samples->dims[0];
   std::vector<int64_t> sizes = samples->dims;
   if (sizes.size() == 3) sizes.insert(sizes.begin() + 1, 1);  // images: one channel
-  torch::Tensor inputs =
-      torch::from_blob(const_cast<uint8_t*>(samples->data), sizes, torch::kUInt8)
-          .to(torch::kFloat32)
-          .div_(255.0);
+  torch::Tensor inputs = torch::from_blob(const_cast<uint8_t*>(samples->data), sizes, torch::kUInt8)
+                             .to(torch::kFloat32)
+                             .div_(255.0);
   torch::Tensor targets =
       torch::from_blob(const_cast<uint8_t*>(labels->data), {n}, torch::kUInt8).to(torch::kInt64);
   DataShape shape;

@@ -32,6 +32,9 @@ class GradientSync {
 
   // Makes every rank's tensors equal to rank 0's (the initial parameters).
   virtual void Broadcast(const std::vector<torch::Tensor>& tensors) = 0;
+
+  // The smallest of every rank's `value` (ranks agreeing on a micro-batch).
+  virtual int64_t MinAcrossRanks(int64_t value) = 0;
 };
 
 }  // namespace accumulus::engine

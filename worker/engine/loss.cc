@@ -17,10 +17,9 @@ LossSum SumLoss(LossKind kind, const torch::Tensor& outputs, const torch::Tensor
               targets.numel()};
     case LossKind::kTokenCrossEntropy: {
       const torch::Tensor flat_targets = targets.reshape({-1});
-      return {F::cross_entropy(outputs.reshape({-1, outputs.size(-1)}), flat_targets,
-                               F::CrossEntropyFuncOptions()
-                                   .reduction(torch::kSum)
-                                   .ignore_index(kIgnoreIndex)),
+      return {F::cross_entropy(
+                  outputs.reshape({-1, outputs.size(-1)}), flat_targets,
+                  F::CrossEntropyFuncOptions().reduction(torch::kSum).ignore_index(kIgnoreIndex)),
               flat_targets.ne(kIgnoreIndex).sum().item<int64_t>()};
     }
   }

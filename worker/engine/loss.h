@@ -2,9 +2,9 @@
 // block of exact normalization (divide once per window by the window's items).
 #pragma once
 
-#include <string>
-
 #include <torch/torch.h>
+
+#include <string>
 
 namespace accumulus::engine {
 

@@ -5,10 +5,10 @@
 // `growth_interval` good windows in a row the scale grows.
 #pragma once
 
+#include <torch/types.h>
+
 #include <cstdint>
 #include <vector>
-
-#include <torch/types.h>
 
 namespace accumulus::engine {
 

@@ -15,6 +15,7 @@ class CpuMemoryMeter final : public MemoryMeter {
   int64_t current_bytes() const override { return allocator_->current_bytes(); }
   int64_t peak_bytes() const override { return allocator_->peak_bytes(); }
   void ResetPeak() override { allocator_->ResetPeak(); }
+  void set_limit_bytes(int64_t bytes) override { allocator_->set_limit_bytes(bytes); }
 
  private:
   TrackingCpuAllocator* allocator_;
@@ -27,6 +28,7 @@ class CudaMemoryMeter final : public MemoryMeter {
   int64_t current_bytes() const override { return Stat().current; }
   int64_t peak_bytes() const override { return Stat().peak; }
   void ResetPeak() override { c10::cuda::CUDACachingAllocator::resetPeakStats(device_); }
+  void set_limit_bytes(int64_t) override {}
 
  private:
   c10::cuda::CUDACachingAllocator::Stat Stat() const {

@@ -19,6 +19,10 @@ class MemoryMeter {
   virtual int64_t peak_bytes() const = 0;
   // Starts a new peak from the current level (called at each window start).
   virtual void ResetPeak() = 0;
+  // Makes allocations beyond `bytes` fail with c10::OutOfMemoryError (0: no
+  // limit). CPU: enforced by the counting allocator. CUDA: the device's own
+  // memory is the limit; a smaller budget is not enforced.
+  virtual void set_limit_bytes(int64_t bytes) = 0;
 };
 
 // UNIMPLEMENTED for a CUDA device when this build has no CUDA LibTorch.

@@ -36,9 +36,7 @@ class NnModel final : public Model {
 // A TorchScript module (torch.jit.script or torch.jit.trace, then save).
 class ScriptModel final : public Model {
  public:
-  explicit ScriptModel(torch::jit::Module module) : module_(std::move(module)) {
-    module_.train();
-  }
+  explicit ScriptModel(torch::jit::Module module) : module_(std::move(module)) { module_.train(); }
   torch::Tensor Forward(const torch::Tensor& inputs) override {
     return module_.forward({inputs}).toTensor();
   }
@@ -118,9 +116,8 @@ StatusOr<std::unique_ptr<Model>> BuildModel(const ModelConfig& config, const Dat
     try {
       return std::unique_ptr<Model>(new ScriptModel(torch::jit::load(config.path)));
     } catch (const c10::Error& e) {
-      return Status::InvalidArgument("model.path " + config.path +
-                                     ": not a TorchScript module (" + e.what_without_backtrace() +
-                                     ")");
+      return Status::InvalidArgument("model.path " + config.path + ": not a TorchScript module (" +
+                                     e.what_without_backtrace() + ")");
     }
   }
   return Status::InvalidArgument("model.kind \"" + config.kind + "\" is not a model kind");

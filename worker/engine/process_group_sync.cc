@@ -53,6 +53,14 @@ class ProcessGroupSync final : public GradientSync {
     stats->seconds += std::chrono::duration<double>(Clock::now() - start).count();
   }
 
+  int64_t MinAcrossRanks(int64_t value) override {
+    std::vector<torch::Tensor> one{torch::tensor({value}, torch::kInt64)};
+    c10d::AllreduceOptions options;
+    options.reduceOp = c10d::ReduceOp::MIN;
+    group_->allreduce(one, options)->wait();
+    return one[0].item<int64_t>();
+  }
+
   void Broadcast(const std::vector<torch::Tensor>& tensors) override {
     torch::NoGradGuard no_grad;
     for (const auto& t : tensors) {

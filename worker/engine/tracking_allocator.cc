@@ -27,6 +27,12 @@ TrackingCpuAllocator* TrackingCpuAllocator::Install() {
 
 c10::DataPtr TrackingCpuAllocator::allocate(size_t bytes) const {
   if (bytes == 0) return {nullptr, nullptr, &Free, c10::Device(c10::DeviceType::CPU)};
+  const int64_t limit = limit_.load(std::memory_order_relaxed);
+  if (limit > 0 && current_bytes() + static_cast<int64_t>(bytes) > limit) {
+    TORCH_CHECK_WITH(OutOfMemoryError, false, "CPU out of memory: tried to allocate ", bytes,
+                     " bytes with ", current_bytes(), " of the ", limit,
+                     "-byte memory budget in use");
+  }
   auto* base = static_cast<char*>(c10::alloc_cpu(bytes + kHeaderBytes));
   *reinterpret_cast<size_t*>(base) = bytes;
   void* data = base + kHeaderBytes;

@@ -30,6 +30,12 @@ class TrackingCpuAllocator final : public c10::Allocator {
   // window start so the peak describes one window).
   void ResetPeak() { peak_.store(current_bytes(), std::memory_order_relaxed); }
 
+  // A memory budget: an allocation that would take current_bytes() past
+  // `bytes` throws c10::OutOfMemoryError, as a CUDA allocation beyond the
+  // device does, so the same recovery path runs on the CPU. 0: no limit.
+  void set_limit_bytes(int64_t bytes) { limit_.store(bytes, std::memory_order_relaxed); }
+  int64_t limit_bytes() const { return limit_.load(std::memory_order_relaxed); }
+
  private:
   TrackingCpuAllocator() = default;
   static void Free(void* data);
@@ -37,6 +43,7 @@ class TrackingCpuAllocator final : public c10::Allocator {
 
   mutable std::atomic<int64_t> current_{0};
   mutable std::atomic<int64_t> peak_{0};
+  std::atomic<int64_t> limit_{0};
 };
 
 }  // namespace accumulus::engine

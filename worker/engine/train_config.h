@@ -88,6 +88,17 @@ struct TrainConfig {
   int64_t micro_batch = 0;
   // Micro-batches per rank and window (ignored when nominal_batch > 0).
   int64_t accumulation_steps = 0;
+  // micro_batch: auto. The trainer probes the divisors of global_batch /
+  // world_size from the largest down with a real forward + backward and
+  // takes the largest whose peak (plus the optimizer state) fits under
+  // memory_limit_bytes × (1 - memory_margin); accumulation follows.
+  bool auto_micro_batch = false;
+  int64_t global_batch = 0;
+  // The device's memory budget (0: none). On the CPU it is enforced: an
+  // allocation beyond it fails as a CUDA out-of-memory does, and the window
+  // is retried with half the micro-batch and twice the accumulation.
+  int64_t memory_limit_bytes = 0;
+  double memory_margin = 0.1;
   // Nominal-batch mode: accumulation derived (and ramped over the LR
   // warmup), weight decay scaled to the batch used.
   int64_t nominal_batch = 0;

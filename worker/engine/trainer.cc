@@ -10,6 +10,7 @@
 #include "common/window_schedule.h"
 #include "worker/engine/dataset.h"
 #include "worker/engine/memory_meter.h"
+#include "worker/engine/micro_batch_probe.h"
 #include "worker/engine/model_factory.h"
 #include "worker/engine/process_group_sync.h"
 #include "worker/engine/sample_order.h"
@@ -49,12 +50,13 @@ Batch ToDevice(Batch batch, const torch::Device& device) {
           batch.targets.to(device, /*non_blocking=*/true)};
 }
 
-WindowScheduleConfig ScheduleOf(const TrainConfig& c, int64_t samples) {
+WindowScheduleConfig ScheduleOf(const TrainConfig& c, int64_t samples, int64_t micro_batch,
+                                int64_t accumulation_steps) {
   WindowScheduleConfig schedule;
   schedule.samples_per_epoch = samples;
-  schedule.micro_batch = c.micro_batch;
+  schedule.micro_batch = micro_batch;
   schedule.devices = c.world_size;
-  schedule.accumulation_steps = c.accumulation_steps;
+  schedule.accumulation_steps = accumulation_steps;
   schedule.nominal_batch = c.nominal_batch;
   schedule.warmup_steps = c.lr_schedule.warmup_steps;
   schedule.policy = c.partial_window;
@@ -113,6 +115,12 @@ Status TrainOrThrow(const TrainConfig& config, EventSink* sink, const TrainOptio
   if (!device.ok()) return device.status();
   StatusOr<std::unique_ptr<MemoryMeter>> memory = MakeMemoryMeter(*device);
   if (!memory.ok()) return memory.status();
+  (*memory)->set_limit_bytes(config.memory_limit_bytes);
+  // The allocator is process-wide: the budget ends with this run.
+  struct LimitReset {
+    MemoryMeter* meter;
+    ~LimitReset() { meter->set_limit_bytes(0); }
+  } limit_reset{memory->get()};
 
   StatusOr<std::unique_ptr<Dataset>> dataset = MakeDataset(config.data);
   if (!dataset.ok()) return dataset.status();
@@ -145,9 +153,9 @@ Status TrainOrThrow(const TrainConfig& config, EventSink* sink, const TrainOptio
   if (!optimizer.ok()) return optimizer.status();
 
   const LossKind loss = LossOf(config.model.loss, config.data.task);
-  WindowAccumulator window(parameters, [&model](const torch::Tensor& x) { return model.Forward(x); },
-                           loss, config.normalization,
-                           config.accumulation_steps, config.max_grad_norm, sync.get());
+  WindowAccumulator window(
+      parameters, [&model](const torch::Tensor& x) { return model.Forward(x); }, loss,
+      config.normalization, config.accumulation_steps, config.max_grad_norm, sync.get());
   if (Status s = CheckPrecision(config.precision, device->type()); !s.ok()) return s;
   window.set_precision(config.precision, device->type());
   std::unique_ptr<LossScaler> scaler;
@@ -157,19 +165,51 @@ Status TrainOrThrow(const TrainConfig& config, EventSink* sink, const TrainOptio
   }
 
   const int64_t samples = data.size();
-  const WindowScheduleConfig schedule_config = ScheduleOf(config, samples);
+  // The split: given, or (micro_batch: auto) measured against the budget.
+  int64_t micro = config.micro_batch;
+  int64_t accumulation = config.accumulation_steps;
+  std::vector<MicroBatchProbe> probe_table;
+  if (config.auto_micro_batch) {
+    ProbeRequest probe;
+    probe.model = &model;
+    probe.loss = loss;
+    probe.data = &data;
+    probe.device = *device;
+    probe.memory = memory->get();
+    probe.per_rank_batch = config.global_batch / config.world_size;
+    probe.optimizer_state_bytes = OptimizerStateBytes(config.optimizer, parameters);
+    probe.budget_bytes = config.memory_limit_bytes;
+    probe.margin = config.memory_margin;
+    const ProbeResult probed = ProbeMicroBatch(probe);
+    if (probed.micro_batch == 0) {
+      return Status::ResourceExhausted(
+          "micro_batch 1 does not fit the memory budget of " +
+          std::to_string(config.memory_limit_bytes) +
+          " bytes (one sample's forward + backward plus the optimizer state needs " +
+          std::to_string(probed.table.back().peak_bytes) + ")");
+    }
+    micro = probed.micro_batch;
+    // Every rank takes the smallest choice (all are divisors of one number).
+    if (sync) micro = sync->MinAcrossRanks(micro);
+    accumulation = probe.per_rank_batch / micro;
+    probe_table = probed.table;
+  }
+  const WindowScheduleConfig schedule_config = ScheduleOf(config, samples, micro, accumulation);
   WindowSchedule schedule(schedule_config);
   const int64_t total = schedule.steps_total();
   // The learning rate the schedule starts from: scaled to the (full)
   // global batch under the linear rule.
   const int64_t full_accumulation =
       WindowSchedule::AccumulationAt(schedule_config, config.lr_schedule.warmup_steps);
-  const int64_t full_global = config.micro_batch * full_accumulation * config.world_size;
+  const int64_t full_global = micro * full_accumulation * config.world_size;
   const double base_lr = config.base_batch > 0
                              ? LinearlyScaledLr(config.optimizer.lr, full_global, config.base_batch)
                              : config.optimizer.lr;
 
   RunReport run;
+  run.micro_batch = micro;
+  run.accumulation_steps = accumulation;
+  run.probe = probe_table;
   run.device = config.device;
   run.parameters = model.CountParameters();
   run.samples_per_epoch = samples;
@@ -183,9 +223,9 @@ Status TrainOrThrow(const TrainConfig& config, EventSink* sink, const TrainOptio
     }
   }
   sink->OnRun(run);
-  if (model.HasBatchNorm() && config.micro_batch < kSmallBatchNormBatch) {
+  if (model.HasBatchNorm() && micro < kSmallBatchNormBatch) {
     sink->OnLog(LogLevel::kWarning,
-                "the model has BatchNorm and micro_batch is " + std::to_string(config.micro_batch) +
+                "the model has BatchNorm and micro_batch is " + std::to_string(micro) +
                     ": its batch statistics come from one micro-batch, not from the window of " +
                     std::to_string(full_global) +
                     " samples, so accumulation does not reproduce the large batch exactly");
@@ -206,19 +246,43 @@ Status TrainOrThrow(const TrainConfig& config, EventSink* sink, const TrainOptio
     const double lr = LearningRate(config.lr_schedule, base_lr, applied, total);
     const double weight_decay =
         config.nominal_batch > 0
-            ? NominalWeightDecay(config.optimizer.weight_decay, config.nominal_batch,
-                                 config.micro_batch, config.world_size, w.accumulation)
+            ? NominalWeightDecay(config.optimizer.weight_decay, config.nominal_batch, micro,
+                                 config.world_size, w.accumulation)
             : config.optimizer.weight_decay;
     SetHyperparameters(**optimizer, lr, weight_decay);
 
     const std::vector<int64_t> indices = stream.Collect(w);
-    window.set_nominal_microbatches(w.accumulation);
-    for (const WindowRange& micro :
-         MicroBatchesOf({0, w.size()}, config.micro_batch, w.accumulation, config.rank)) {
-      window.AddMicroBatch(ToDevice(data.Gather(IndexTensor(indices, micro)), *device));
+    const int64_t per_rank = w.global_batch / config.world_size;
+    WindowResult result;
+    while (true) {
+      // The same samples whatever the split: only how they are cut changes.
+      const int64_t k = per_rank / micro;
+      window.set_nominal_microbatches(k);
+      bool out_of_memory = false;
+      try {
+        for (const WindowRange& range : MicroBatchesOf({0, w.size()}, micro, k, config.rank)) {
+          window.AddMicroBatch(ToDevice(data.Gather(IndexTensor(indices, range)), *device));
+        }
+      } catch (const c10::OutOfMemoryError&) {
+        out_of_memory = true;
+      }
+      if (options.after_backward) options.after_backward(w.step, parameters);
+      result = window.FinishWindow(out_of_memory);
+      if (!result.out_of_memory) break;
+      model.ZeroGrad();
+      if (micro == 1) {
+        return Status::ResourceExhausted("out of memory at micro_batch 1 in step " +
+                                         std::to_string(w.step));
+      }
+      // A divisor of the current micro-batch divides every later window too.
+      const int64_t smaller = LargestDivisorAtMost(micro, micro / 2);
+      sink->OnLog(LogLevel::kWarning, "out of memory in step " + std::to_string(w.step) +
+                                          " at micro_batch " + std::to_string(micro) +
+                                          ": running the window again with micro_batch " +
+                                          std::to_string(smaller) + " × accumulation " +
+                                          std::to_string(per_rank / smaller));
+      micro = smaller;
     }
-    if (options.after_backward) options.after_backward(w.step, parameters);
-    const WindowResult result = window.FinishWindow();
     if (!result.skipped) {
       (*optimizer)->step();
       ++applied;

@@ -36,15 +36,15 @@ void WindowAccumulator::AddMicroBatch(const Batch& batch) {
   items_ += loss.items;
 }
 
-WindowResult WindowAccumulator::FinishWindow() {
+WindowResult WindowAccumulator::FinishWindow(bool out_of_memory) {
   WindowResult result;
   result.microbatches = microbatches_;
   // The window's counts travel with the gradients: float64 holds integer
   // counts exactly up to 2^53.
-  torch::Tensor counters =
-      torch::tensor({loss_sum_.defined() ? loss_sum_.item<double>() : 0.0,
-                     static_cast<double>(items_), static_cast<double>(samples_)},
-                    torch::kFloat64);
+  torch::Tensor counters = torch::tensor(
+      {loss_sum_.defined() ? loss_sum_.item<double>() : 0.0, static_cast<double>(items_),
+       static_cast<double>(samples_), out_of_memory ? 1.0 : 0.0},
+      torch::kFloat64);
   if (sync_ != nullptr) sync_->AllReduce(parameters_, counters, &result.sync);
   const auto global = counters.accessor<double, 1>();
   result.loss_items = static_cast<int64_t>(global[1]);
@@ -53,6 +53,12 @@ WindowResult WindowAccumulator::FinishWindow() {
 
   torch::NoGradGuard no_grad;
   result.loss_scale = scaler_ != nullptr ? scaler_->scale() : 1.0;
+  if (global[3] > 0) {
+    result.out_of_memory = true;
+    for (auto& p : parameters_) p.mutable_grad() = torch::Tensor();
+    ResetWindow();
+    return result;
+  }
   if (scaler_ != nullptr) {
     // After the all-reduce every rank sees the same sums, so every rank
     // reaches the same verdict.

@@ -35,6 +35,9 @@ struct WindowResult {
   // are left undefined).
   double loss_scale = 1.0;
   bool skipped = false;
+  // Some rank ran out of memory in this window: nothing was learned from it
+  // (gradients dropped) and it must run again with a smaller micro-batch.
+  bool out_of_memory = false;
 };
 
 class WindowAccumulator {
@@ -65,8 +68,10 @@ class WindowAccumulator {
   // Ends the window: sums gradients and counts across ranks (one all-reduce
   // pass), normalizes by the global item count, measures the norm, clips
   // once if a max norm is set, and resets the window's counters. The
-  // gradients stay in .grad for the optimizer.
-  WindowResult FinishWindow();
+  // gradients stay in .grad for the optimizer. `out_of_memory` says this
+  // rank could not finish its micro-batches; the flag travels with the
+  // counts, so every rank learns it in the same all-reduce.
+  WindowResult FinishWindow(bool out_of_memory = false);
 
  private:
   void ResetWindow();

@@ -29,6 +29,14 @@ void ProtoEventSink::OnRun(const engine::RunReport& report) {
   info->set_lr_first(report.lr_first);
   info->set_lr_last(report.lr_last);
   for (int64_t k : report.accumulation_ramp) info->add_accumulation_ramp(k);
+  info->mutable_batch()->set_micro_batch(report.micro_batch);
+  info->mutable_batch()->set_accumulation_steps(report.accumulation_steps);
+  for (const auto& p : report.probe) {
+    v1::MicroBatchProbe* probe = info->add_probe();
+    probe->set_micro_batch(p.micro_batch);
+    probe->set_peak_bytes(p.peak_bytes);
+    probe->set_fits(p.fits);
+  }
   Write(message);
 }
 

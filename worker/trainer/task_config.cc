@@ -48,6 +48,9 @@ StatusOr<engine::TrainConfig> ToTrainConfig(const v1::TrainerTask& task) {
   c.micro_batch = batch->micro_batch();
   c.accumulation_steps = batch->accumulation_steps();
   c.nominal_batch = spec.nominal_batch();
+  c.auto_micro_batch = spec.auto_micro_batch();
+  c.global_batch = batch->global_batch();
+  c.memory_limit_bytes = spec.memory_limit_bytes();
   c.partial_window = ScheduleOf(spec, *batch).policy;
   c.lr_schedule.kind = spec.lr_schedule().kind();
   c.lr_schedule.warmup_steps = spec.lr_schedule().warmup_steps();

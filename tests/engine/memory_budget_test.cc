@@ -1,0 +1,168 @@
+// A memory budget per device: enforced on the CPU like a CUDA out-of-memory,
+// micro_batch: auto measured against it, and a window that runs out retried
+// with a smaller split without changing the trajectory.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <map>
+
+#include "worker/engine/micro_batch_probe.h"
+#include "worker/engine/tracking_allocator.h"
+#include "worker/engine/trainer.h"
+
+namespace accumulus::engine {
+namespace {
+
+class Sink : public EventSink {
+ public:
+  void OnRun(const RunReport& r) override { run = r; }
+  void OnStep(const StepReport& r) override { steps.push_back(r); }
+  void OnLog(LogLevel, const std::string& text) override { logs.push_back(text); }
+  RunReport run;
+  std::vector<StepReport> steps;
+  std::vector<std::string> logs;
+};
+
+// Activations dominate: wide hidden layers, few parameters per sample.
+TrainConfig WideMlp() {
+  TrainConfig c;
+  c.model.hidden = {1024, 1024};
+  c.data.samples = 256;
+  c.data.features = 16;
+  c.data.outputs = 4;
+  c.data.seed = 2;
+  c.optimizer.lr = 0.05;
+  c.optimizer.momentum = 0.9;
+  c.global_batch = 64;
+  c.epochs = 1;  // 4 steps
+  c.seed = 6;
+  return c;
+}
+
+// Activations dominate: convolutions over 16×16 images, few parameters
+// (with the MLP above, the accumulated gradients would).
+TrainConfig SmallCnn() {
+  TrainConfig c = WideMlp();
+  c.model.kind = "cnn";
+  c.model.hidden = {16, 32};
+  c.model.norm = "none";
+  c.data.task = "image_classification";
+  c.data.channels = 3;
+  c.data.image_size = 16;
+  return c;
+}
+
+std::vector<torch::Tensor> TrainAndCollect(const TrainConfig& c, Sink* sink, TrainOptions options = {}) {
+  std::vector<torch::Tensor> params;
+  options.final_parameters = &params;
+  const Status status = Train(c, sink, options);
+  EXPECT_TRUE(status.ok()) << status.ToString();
+  return params;
+}
+
+double MaxRelativeDifference(const std::vector<torch::Tensor>& a,
+                             const std::vector<torch::Tensor>& b) {
+  double worst = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    worst = std::max(worst, (a[i] - b[i]).abs().max().item<double>() /
+                                std::max(b[i].abs().max().item<double>(), 1e-12));
+  }
+  return worst;
+}
+
+TEST(MemoryBudget, AnAllocationBeyondItFailsLikeACudaOutOfMemory) {
+  TrackingCpuAllocator* memory = TrackingCpuAllocator::Install();
+  const int64_t before = memory->current_bytes();
+  memory->set_limit_bytes(before + 1024 * 1024);
+  EXPECT_THROW(torch::empty({1024, 1024}, torch::kFloat32), c10::OutOfMemoryError);
+  EXPECT_EQ(memory->current_bytes(), before) << "nothing was taken";
+  EXPECT_NO_THROW(torch::empty({256}, torch::kFloat32));
+  memory->set_limit_bytes(0);
+}
+
+// What micro_batch: auto measures for each candidate of a window of 64,
+// probed here with the model and data Train builds (and freed before it runs).
+std::map<int64_t, int64_t> ProbedPeaks(const TrainConfig& c) {
+  // The meter first, as in Train: the data and the model count too.
+  auto memory = *MakeMemoryMeter(torch::kCPU);
+  std::unique_ptr<Dataset> data = *MakeDataset(c.data);
+  torch::manual_seed(c.seed);
+  std::unique_ptr<Model> model = *BuildModel(c.model, data->shape());
+  ProbeRequest request;
+  request.model = model.get();
+  request.loss = LossOf(c.model.loss, c.data.task);
+  request.data = data.get();
+  request.memory = memory.get();
+  request.per_rank_batch = 64;
+  request.optimizer_state_bytes = OptimizerStateBytes(c.optimizer, model->Parameters());
+  request.budget_bytes = 1;  // nothing fits: every candidate is measured
+  std::map<int64_t, int64_t> peaks;
+  for (const MicroBatchProbe& p : ProbeMicroBatch(request).table) peaks[p.micro_batch] = p.peak_bytes;
+  return peaks;
+}
+
+TEST(AutoMicroBatch, PicksTheLargestThatFitsAndTrainsLikeThatSplitGivenExplicitly) {
+  const std::map<int64_t, int64_t> peaks = ProbedPeaks(SmallCnn());
+  const int64_t peak16 = peaks.at(16);
+  const int64_t peak32 = peaks.at(32);
+  ASSERT_LT(peak16, peak32);
+  TrainConfig automatic = SmallCnn();
+  automatic.auto_micro_batch = true;
+  // Fits 16, not 32, with the 10% margin.
+  automatic.memory_limit_bytes = static_cast<int64_t>((peak16 + peak32) / 2 / 0.9);
+  Sink a;
+  const auto pa = TrainAndCollect(automatic, &a);
+  EXPECT_EQ(a.run.micro_batch, 16);
+  EXPECT_EQ(a.run.accumulation_steps, 4);
+  ASSERT_EQ(a.run.probe.size(), 3u);  // 64 and 32 do not fit, 16 does
+  EXPECT_EQ(a.run.probe[0].micro_batch, 64);
+  EXPECT_FALSE(a.run.probe[1].fits);
+  EXPECT_TRUE(a.run.probe[2].fits);
+
+  TrainConfig explicit_split = SmallCnn();
+  explicit_split.micro_batch = 16;
+  explicit_split.accumulation_steps = 4;
+  Sink b;
+  const auto pb = TrainAndCollect(explicit_split, &b);
+  EXPECT_LE(MaxRelativeDifference(pa, pb), 1e-6);
+}
+
+TEST(AutoMicroBatch, FailsClearlyWhenNotEvenOneSampleFits) {
+  TrainConfig c = WideMlp();
+  c.auto_micro_batch = true;
+  c.memory_limit_bytes = 1;
+  Sink sink;
+  const Status status = Train(c, &sink);
+  // Even the data set does not fit a 1-byte budget: a clear out-of-memory.
+  EXPECT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("out of memory"), std::string::npos) << status.message();
+}
+
+TEST(OutOfMemory, AWindowThatRunsOutIsRetriedSmallerOnTheSameTrajectory) {
+  TrainConfig c = WideMlp();
+  c.micro_batch = 32;
+  c.accumulation_steps = 2;
+  Sink plain;
+  const auto reference = TrainAndCollect(c, &plain);
+
+  // After step 3's backward, cap memory just below step 2's peak: step 4
+  // cannot run at micro-batch 32 but can at 16.
+  Sink sink;
+  TrainOptions options;
+  options.after_backward = [&sink](int64_t step, const std::vector<torch::Tensor>&) {
+    if (step == 3) {
+      TrackingCpuAllocator::Install()->set_limit_bytes(sink.steps.at(1).tensor_peak_bytes - 1);
+    }
+  };
+  const auto recovered = TrainAndCollect(c, &sink, options);
+  ASSERT_EQ(sink.steps.size(), 4u);
+  EXPECT_EQ(sink.steps[2].microbatches, 2);
+  EXPECT_EQ(sink.steps[3].microbatches, 4) << "step 4 ran as 16 × 4";
+  ASSERT_EQ(sink.logs.size(), 1u);
+  EXPECT_NE(sink.logs[0].find("micro_batch 16 × accumulation 4"), std::string::npos)
+      << sink.logs[0];
+  EXPECT_LE(MaxRelativeDifference(recovered, reference), 1e-5);
+}
+
+}  // namespace
+}  // namespace accumulus::engine
