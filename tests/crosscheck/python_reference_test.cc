@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "common/window_schedule.h"
+#include "tests/support/engine_test_support.h"
 #include "worker/engine/dataset.h"
 #include "worker/engine/model_factory.h"
 #include "worker/engine/sample_order.h"
@@ -17,13 +18,7 @@
 namespace accumulus::engine {
 namespace {
 
-class Quiet : public EventSink {
- public:
-  void OnRun(const RunReport&) override {}
-  void OnStep(const StepReport&) override { ++steps; }
-  void OnLog(LogLevel, const std::string&) override {}
-  int steps = 0;
-};
+using Quiet = testing::RecordingSink;
 
 class PythonReferenceTest : public ::testing::Test {
  protected:
@@ -108,7 +103,7 @@ TEST_F(PythonReferenceTest, TorchScriptMlpExportedFromPython) {
   ExportDataAndWindows(c);
   Quiet sink;
   ASSERT_TRUE(Train(c, &sink).ok());
-  EXPECT_EQ(sink.steps, 8);
+  EXPECT_EQ(sink.steps.size(), 8u);
 
   EXPECT_EQ(Python("check --kind torchscript --initial " + dir_ + "/net.pt --data " + dir_ +
                        "/data.pt --windows " + dir_ + "/windows.pt --trained " + dir_ +

@@ -5,6 +5,7 @@
 
 #include <fstream>
 
+#include "tests/support/engine_test_support.h"
 #include "worker/engine/trainer.h"
 
 namespace accumulus::engine {
@@ -143,14 +144,7 @@ TEST_F(FileDatasetTest, Uint16TokensNeedAnEvenByteCount) {
             std::string::npos);
 }
 
-class Quiet : public EventSink {
- public:
-  void OnRun(const RunReport& r) override { run = r; }
-  void OnStep(const StepReport& r) override { steps.push_back(r); }
-  void OnLog(LogLevel, const std::string&) override {}
-  RunReport run;
-  std::vector<StepReport> steps;
-};
+using Quiet = testing::RecordingSink;
 
 TEST_F(FileDatasetTest, TrainsAnMlpOnACsvFile) {
   std::string csv = "f1,f2,label\n";

@@ -7,6 +7,7 @@
 
 #include <limits>
 
+#include "tests/support/engine_test_support.h"
 #include "worker/engine/trainer.h"
 
 namespace accumulus::engine {
@@ -26,13 +27,7 @@ TEST(LossScaler, BacksOffOnOverflowAndGrowsAfterTheInterval) {
   EXPECT_EQ(scaler.scale(), 1024);
 }
 
-class Sink : public EventSink {
- public:
-  void OnRun(const RunReport&) override {}
-  void OnStep(const StepReport& r) override { steps.push_back(r); }
-  void OnLog(LogLevel, const std::string&) override {}
-  std::vector<StepReport> steps;
-};
+using Sink = testing::RecordingSink;
 
 TrainConfig Config() {
   TrainConfig c;

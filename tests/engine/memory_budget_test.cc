@@ -6,6 +6,7 @@
 
 #include <map>
 
+#include "tests/support/engine_test_support.h"
 #include "worker/engine/micro_batch_probe.h"
 #include "worker/engine/tracking_allocator.h"
 #include "worker/engine/trainer.h"
@@ -13,15 +14,7 @@
 namespace accumulus::engine {
 namespace {
 
-class Sink : public EventSink {
- public:
-  void OnRun(const RunReport& r) override { run = r; }
-  void OnStep(const StepReport& r) override { steps.push_back(r); }
-  void OnLog(LogLevel, const std::string& text) override { logs.push_back(text); }
-  RunReport run;
-  std::vector<StepReport> steps;
-  std::vector<std::string> logs;
-};
+using Sink = testing::RecordingSink;
 
 // Activations dominate: wide hidden layers, few parameters per sample.
 TrainConfig WideMlp() {
@@ -52,7 +45,8 @@ TrainConfig SmallCnn() {
   return c;
 }
 
-std::vector<torch::Tensor> TrainAndCollect(const TrainConfig& c, Sink* sink, TrainOptions options = {}) {
+std::vector<torch::Tensor> TrainAndCollect(const TrainConfig& c, Sink* sink,
+                                           TrainOptions options = {}) {
   std::vector<torch::Tensor> params;
   options.final_parameters = &params;
   const Status status = Train(c, sink, options);
@@ -60,15 +54,7 @@ std::vector<torch::Tensor> TrainAndCollect(const TrainConfig& c, Sink* sink, Tra
   return params;
 }
 
-double MaxRelativeDifference(const std::vector<torch::Tensor>& a,
-                             const std::vector<torch::Tensor>& b) {
-  double worst = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    worst = std::max(worst, (a[i] - b[i]).abs().max().item<double>() /
-                                std::max(b[i].abs().max().item<double>(), 1e-12));
-  }
-  return worst;
-}
+using testing::MaxRelativeDifference;
 
 TEST(MemoryBudget, AnAllocationBeyondItFailsLikeACudaOutOfMemory) {
   TrackingCpuAllocator* memory = TrackingCpuAllocator::Install();
@@ -97,7 +83,8 @@ std::map<int64_t, int64_t> ProbedPeaks(const TrainConfig& c) {
   request.optimizer_state_bytes = OptimizerStateBytes(c.optimizer, model->Parameters());
   request.budget_bytes = 1;  // nothing fits: every candidate is measured
   std::map<int64_t, int64_t> peaks;
-  for (const MicroBatchProbe& p : ProbeMicroBatch(request).table) peaks[p.micro_batch] = p.peak_bytes;
+  for (const MicroBatchProbe& p : ProbeMicroBatch(request).table)
+    peaks[p.micro_batch] = p.peak_bytes;
   return peaks;
 }
 

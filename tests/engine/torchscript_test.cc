@@ -4,18 +4,13 @@
 #include <torch/script.h>
 #include <torch/torch.h>
 
+#include "tests/support/engine_test_support.h"
 #include "worker/engine/trainer.h"
 
 namespace accumulus::engine {
 namespace {
 
-class Sink : public EventSink {
- public:
-  void OnRun(const RunReport&) override {}
-  void OnStep(const StepReport& r) override { steps.push_back(r); }
-  void OnLog(LogLevel, const std::string&) override {}
-  std::vector<StepReport> steps;
-};
+using Sink = testing::RecordingSink;
 
 class TorchScriptTest : public ::testing::Test {
  protected:

@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include "common/window_schedule.h"
+#include "tests/support/engine_test_support.h"
 #include "worker/engine/dataset.h"
 #include "worker/engine/lr_schedule.h"
 #include "worker/engine/mlp.h"
@@ -14,17 +15,9 @@
 namespace accumulus::engine {
 namespace {
 
+using testing::MaxRelativeDifference;
+using testing::RecordingSink;
 namespace F = torch::nn::functional;
-
-class RecordingSink : public EventSink {
- public:
-  void OnRun(const RunReport& r) override { run = r; }
-  void OnStep(const StepReport& r) override { steps.push_back(r); }
-  void OnLog(LogLevel, const std::string& text) override { logs.push_back(text); }
-  RunReport run;
-  std::vector<StepReport> steps;
-  std::vector<std::string> logs;
-};
 
 TrainConfig SmallConfig(int64_t micro, int64_t accumulation, const std::string& optimizer) {
   TrainConfig c;
@@ -105,16 +98,6 @@ std::vector<torch::Tensor> FullBatchReference(const TrainConfig& c) {
   std::vector<torch::Tensor> params;
   for (const auto& p : model->Parameters()) params.push_back(p.detach().clone());
   return params;
-}
-
-double MaxRelativeDifference(const std::vector<torch::Tensor>& a,
-                             const std::vector<torch::Tensor>& b) {
-  double worst = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    const double scale = std::max(b[i].abs().max().item<double>(), 1e-12);
-    worst = std::max(worst, (a[i] - b[i]).abs().max().item<double>() / scale);
-  }
-  return worst;
 }
 
 class TrainEquivalence : public ::testing::TestWithParam<std::string> {};

@@ -19,8 +19,7 @@ int64_t OptimizerStateBytes(const OptimizerConfig& optimizer,
 
 ProbeResult ProbeMicroBatch(const ProbeRequest& r) {
   ProbeResult result;
-  const auto limit =
-      static_cast<int64_t>(static_cast<double>(r.budget_bytes) * (1.0 - r.margin));
+  const auto limit = static_cast<int64_t>(static_cast<double>(r.budget_bytes) * (1.0 - r.margin));
   const int64_t samples = std::min(r.per_rank_batch, r.data->size());
   for (int64_t m = r.per_rank_batch; m >= 1; m = LargestDivisorAtMost(r.per_rank_batch, m - 1)) {
     MicroBatchProbe probe;

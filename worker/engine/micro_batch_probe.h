@@ -3,10 +3,10 @@
 // model on the job's data for each candidate.
 #pragma once
 
+#include <torch/torch.h>
+
 #include <cstdint>
 #include <vector>
-
-#include <torch/torch.h>
 
 #include "common/status.h"
 #include "worker/engine/dataset.h"

@@ -1,0 +1,57 @@
+// Shared by the engine tests: an EventSink that records what a run reports,
+// tensor comparison, and a temporary directory.
+#pragma once
+
+#include <stdlib.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "worker/engine/events.h"
+
+namespace accumulus::testing {
+
+class RecordingSink : public engine::EventSink {
+ public:
+  void OnRun(const engine::RunReport& r) override { run = r; }
+  void OnStep(const engine::StepReport& r) override { steps.push_back(r); }
+  void OnLog(engine::LogLevel, const std::string& text) override { logs.push_back(text); }
+
+  engine::RunReport run;
+  std::vector<engine::StepReport> steps;
+  std::vector<std::string> logs;
+};
+
+// The largest |a - b| of any pair of tensors, relative to the largest |b| of
+// that tensor.
+inline double MaxRelativeDifference(const std::vector<torch::Tensor>& a,
+                                    const std::vector<torch::Tensor>& b) {
+  double worst = 0;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+    const double scale = std::max(b[i].abs().max().item<double>(), 1e-12);
+    worst = std::max(worst, (a[i] - b[i]).abs().max().item<double>() / scale);
+  }
+  return a.size() == b.size() ? worst : 1e300;
+}
+
+// A fresh directory under /tmp, removed with everything in it.
+class TempDir {
+ public:
+  TempDir() {
+    char pattern[] = "/tmp/accumulus-test-XXXXXX";
+    if (mkdtemp(pattern) != nullptr) path_ = pattern;
+  }
+  ~TempDir() {
+    if (!path_.empty()) (void)!system(("rm -rf '" + path_ + "'").c_str());
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+}  // namespace accumulus::testing
