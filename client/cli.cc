@@ -84,10 +84,8 @@ int Submit(const GlobalFlags& flags, const std::string& path, bool watch) {
   if (Json(flags)) {
     std::cout << ToJsonLine(*job) << "\n";
   } else {
-    const v1::BatchPlan& b = job->batch();
-    std::cout << "submitted " << job->id() << ": global batch " << b.global_batch() << " = micro "
-              << b.micro_batch() << " × accumulation " << b.accumulation_steps() << " × devices "
-              << b.devices() << ", " << job->steps_total() << " steps\n";
+    std::cout << "submitted " << job->id() << ": global batch " << BatchSplit(job->batch()) << ", "
+              << job->steps_total() << " steps\n";
   }
   std::cout << std::flush;
   return watch ? Watch(client, flags, job->id()) : 0;

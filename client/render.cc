@@ -59,6 +59,15 @@ std::string ToJsonLine(const google::protobuf::Message& message) {
   return out;
 }
 
+std::string BatchSplit(const v1::BatchPlan& b) {
+  const std::string micro = b.micro_batch() == 0
+                                ? "auto (measured by the trainer)"
+                                : std::to_string(b.micro_batch()) + " × accumulation " +
+                                      std::to_string(b.accumulation_steps());
+  return std::to_string(b.global_batch()) + " = micro " + micro + " × devices " +
+         std::to_string(b.devices());
+}
+
 std::string StateName(v1::JobState state) {
   std::string name = v1::JobState_Name(state).substr(std::string("JOB_STATE_").size());
   std::transform(name.begin(), name.end(), name.begin(), ::tolower);
@@ -93,9 +102,7 @@ std::string JobDetails(const v1::Job& j) {
       << "state:        " << StateName(j.state()) << (j.reason().empty() ? "" : ": " + j.reason())
       << "\n"
       << "worker:       " << (j.worker_id().empty() ? "-" : j.worker_id()) << "\n"
-      << "batch:        global " << j.batch().global_batch() << " = micro "
-      << j.batch().micro_batch() << " × accumulation " << j.batch().accumulation_steps()
-      << " × devices " << j.batch().devices() << "\n"
+      << "batch:        global " << BatchSplit(j.batch()) << "\n"
       << "normalization:"
       << " " << s.normalization() << "\n"
       << "model:        " << s.model().kind() << "\n"

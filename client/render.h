@@ -13,6 +13,9 @@ namespace accumulus::client {
 // One line of JSON with the .proto field names (as in job spec YAML).
 std::string ToJsonLine(const google::protobuf::Message& message);
 
+// "256 = micro 64 × accumulation 4 × devices 1", or "... micro auto ...".
+std::string BatchSplit(const v1::BatchPlan& batch);
+
 // "running", "succeeded", ...
 std::string StateName(v1::JobState state);
 std::string HumanBytes(int64_t bytes);

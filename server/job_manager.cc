@@ -216,6 +216,10 @@ void JobManager::RecordEvents(const std::string& worker_id, const v1::TrainerEve
         // once read).
         if (event.has_runtime() && event.runtime().rank() == 0) {
           record->job.set_steps_total(event.runtime().steps_total());
+          // micro_batch: auto is decided there too.
+          if (event.runtime().batch().micro_batch() > 0) {
+            *record->job.mutable_batch() = event.runtime().batch();
+          }
         }
         v1::JobEvent copy = event;
         copy.clear_sequence();
