@@ -110,6 +110,54 @@ class SampleStream {
   std::map<int64_t, std::vector<int64_t>> epochs_;
 };
 
+// The process group of a data-parallel job (null for one rank), with every
+// rank holding rank 0's parameters.
+StatusOr<std::unique_ptr<GradientSync>> ConnectRanks(const TrainConfig& config,
+                                                     const std::vector<torch::Tensor>& parameters) {
+  if (config.world_size <= 1) return std::unique_ptr<GradientSync>();
+  ProcessGroupConfig group;
+  group.rank = config.rank;
+  group.world_size = config.world_size;
+  group.rendezvous_host = config.rendezvous_host;
+  group.rendezvous_port = config.rendezvous_port;
+  group.local_address = config.local_address;
+  group.timeout = std::chrono::milliseconds(config.collective_timeout_ms);
+  group.bucket_bytes = config.bucket_bytes;
+  StatusOr<std::unique_ptr<GradientSync>> sync = ConnectProcessGroup(group);
+  if (!sync.ok()) return sync.status();
+  // Every rank starts from rank 0's parameters, whatever its RNG did.
+  (*sync)->Broadcast(parameters);
+  return sync;
+}
+
+// One StepReport from a finished window.
+StepReport ReportOf(const Window& w, const WindowResult& result, double lr, double seconds,
+                    const MemoryMeter& memory, int64_t steps_total, int64_t skipped_steps) {
+  StepReport report;
+  report.step = w.step;
+  report.epoch = w.epoch;
+  report.microbatches = result.microbatches;
+  report.samples = result.samples;
+  report.effective_batch = w.global_batch;
+  report.loss_items = result.loss_items;
+  report.loss = result.loss;
+  report.lr = lr;
+  report.grad_norm = result.grad_norm;
+  report.clipped = result.clipped;
+  report.step_seconds = seconds;
+  report.samples_per_second = seconds > 0 ? static_cast<double>(result.samples) / seconds : 0;
+  report.tensor_bytes = memory.current_bytes();
+  report.tensor_peak_bytes = memory.peak_bytes();
+  report.steps_total = steps_total;
+  report.allreduce_calls = result.sync.allreduce_calls;
+  report.allreduce_bytes = result.sync.bytes;
+  report.comm_seconds = result.sync.seconds;
+  report.loss_scale = result.loss_scale;
+  report.skipped = result.skipped;
+  report.skipped_steps = skipped_steps;
+  return report;
+}
+
 Status TrainOrThrow(const TrainConfig& config, EventSink* sink, const TrainOptions& options) {
   StatusOr<torch::Device> device = ParseDevice(config.device);
   if (!device.ok()) return device.status();
@@ -132,22 +180,9 @@ Status TrainOrThrow(const TrainConfig& config, EventSink* sink, const TrainOptio
   model.To(*device);
   std::vector<torch::Tensor> parameters = model.Parameters();
 
-  std::unique_ptr<GradientSync> sync;
-  if (config.world_size > 1) {
-    ProcessGroupConfig group;
-    group.rank = config.rank;
-    group.world_size = config.world_size;
-    group.rendezvous_host = config.rendezvous_host;
-    group.rendezvous_port = config.rendezvous_port;
-    group.local_address = config.local_address;
-    group.timeout = std::chrono::milliseconds(config.collective_timeout_ms);
-    group.bucket_bytes = config.bucket_bytes;
-    StatusOr<std::unique_ptr<GradientSync>> connected = ConnectProcessGroup(group);
-    if (!connected.ok()) return connected.status();
-    sync = std::move(*connected);
-    // Every rank starts from rank 0's parameters, whatever its RNG did.
-    sync->Broadcast(parameters);
-  }
+  StatusOr<std::unique_ptr<GradientSync>> connected = ConnectRanks(config, parameters);
+  if (!connected.ok()) return connected.status();
+  std::unique_ptr<GradientSync> sync = std::move(*connected);
   StatusOr<std::unique_ptr<torch::optim::Optimizer>> optimizer =
       BuildOptimizer(config.optimizer, parameters);
   if (!optimizer.ok()) return optimizer.status();
@@ -291,29 +326,8 @@ Status TrainOrThrow(const TrainConfig& config, EventSink* sink, const TrainOptio
     model.ZeroGrad();
 
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    StepReport report;
-    report.step = w.step;
-    report.epoch = w.epoch;
-    report.microbatches = result.microbatches;
-    report.samples = result.samples;
-    report.effective_batch = w.global_batch;
-    report.loss_items = result.loss_items;
-    report.loss = result.loss;
-    report.lr = lr;
-    report.grad_norm = result.grad_norm;
-    report.clipped = result.clipped;
-    report.step_seconds = seconds;
-    report.samples_per_second = seconds > 0 ? static_cast<double>(result.samples) / seconds : 0;
-    report.tensor_bytes = (*memory)->current_bytes();
-    report.tensor_peak_bytes = (*memory)->peak_bytes();
-    report.steps_total = total;
-    report.allreduce_calls = result.sync.allreduce_calls;
-    report.allreduce_bytes = result.sync.bytes;
-    report.comm_seconds = result.sync.seconds;
-    report.loss_scale = result.loss_scale;
-    report.skipped = result.skipped;
-    report.skipped_steps = scaler ? scaler->skipped_windows() : 0;
-    sink->OnStep(report);
+    sink->OnStep(
+        ReportOf(w, result, lr, seconds, **memory, total, scaler ? scaler->skipped_windows() : 0));
   }
   if (config.rank == 0 && !config.output_path.empty()) {
     if (Status saved = model.Save(config.output_path); !saved.ok()) {
