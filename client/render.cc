@@ -121,7 +121,8 @@ std::string JobDetails(const v1::Job& j) {
     const v1::StepMetrics& m = j.last_step();
     out << "last step:    loss " << Format("%.6f", m.loss()) << ", grad norm "
         << Format("%.4g", m.grad_norm()) << ", " << HumanRate(m.samples_per_second())
-        << " samples/s, peak tensors " << HumanBytes(m.tensor_peak_bytes()) << "\n";
+        << " samples/s, peak tensors " << HumanBytes(m.tensor_peak_bytes()) << ", process RSS "
+        << HumanBytes(m.process_rss_bytes()) << "\n";
   }
   return out.str();
 }

@@ -25,6 +25,8 @@ ControllerMetrics::ControllerMetrics(metrics::Registry* r)
                                       "micro_batch x accumulation_steps x devices.", {"job"})),
       job_tensor_peak_bytes(r->AddGauge("accumulus_job_tensor_peak_bytes",
                                         "Peak tensor bytes within the latest window.", {"job"})),
+      job_process_rss_bytes(r->AddGauge("accumulus_job_process_rss_bytes",
+                                        "Resident memory of rank 0's trainer process.", {"job"})),
       job_step_seconds(
           r->AddHistogram("accumulus_job_step_seconds", "Wall time of one optimizer step (window).",
                           {0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 60}, {"job"})) {}

@@ -22,6 +22,7 @@ struct ControllerMetrics {
   metrics::Family<metrics::Gauge>* job_samples_per_second;
   metrics::Family<metrics::Gauge>* job_effective_batch;
   metrics::Family<metrics::Gauge>* job_tensor_peak_bytes;
+  metrics::Family<metrics::Gauge>* job_process_rss_bytes;
   metrics::Family<metrics::Histogram>* job_step_seconds;
 };
 

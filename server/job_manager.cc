@@ -288,6 +288,7 @@ void JobManager::SetStateLocked(JobRecord* record, v1::JobState state, const std
     metrics_->job_samples_per_second->Remove(labels);
     metrics_->job_effective_batch->Remove(labels);
     metrics_->job_tensor_peak_bytes->Remove(labels);
+    metrics_->job_process_rss_bytes->Remove(labels);
     metrics_->job_step_seconds->Remove(labels);
     spdlog::info("job {} {}{}{}", job.id(), StateLabel(state), reason.empty() ? "" : ": ", reason);
   }
@@ -466,6 +467,8 @@ void JobManager::RecordStepLocked(JobRecord* record, v1::JobEvent event) {
   metrics_->job_effective_batch->WithLabels({id})->Set(static_cast<double>(step.effective_batch()));
   metrics_->job_tensor_peak_bytes->WithLabels({id})->Set(
       static_cast<double>(step.tensor_peak_bytes()));
+  metrics_->job_process_rss_bytes->WithLabels({id})->Set(
+      static_cast<double>(step.process_rss_bytes()));
   metrics_->job_step_seconds->WithLabels({id})->Observe(step.step_seconds());
   event.clear_sequence();
   record->log->Append(std::move(event), /*closes=*/false);

@@ -151,5 +151,27 @@ TEST(OutOfMemory, AWindowThatRunsOutIsRetriedSmallerOnTheSameTrajectory) {
   EXPECT_LE(MaxRelativeDifference(recovered, reference), 1e-5);
 }
 
+// What accumulation is for: the window's peak follows the micro-batch, not
+// the window. Measured where activations dominate (the CNN).
+int64_t WindowPeak(int64_t micro, int64_t accumulation) {
+  TrainConfig c = SmallCnn();
+  c.data.samples = 128;
+  c.micro_batch = micro;
+  c.accumulation_steps = accumulation;
+  c.max_steps = 2;  // the second window: optimizer state in place
+  Sink sink;
+  TrainAndCollect(c, &sink);
+  EXPECT_GT(sink.steps.back().process_rss_bytes, sink.steps.back().tensor_bytes);
+  return sink.steps.back().tensor_peak_bytes;
+}
+
+TEST(WindowPeak, FollowsTheMicroBatchNotTheWindow) {
+  const int64_t small_accumulated = WindowPeak(8, 8);
+  const int64_t small_alone = WindowPeak(8, 1);
+  const int64_t large_alone = WindowPeak(64, 1);
+  EXPECT_LE(small_accumulated, small_alone * 11 / 10) << "within 10% of one micro-batch";
+  EXPECT_LT(small_accumulated, large_alone * 6 / 10) << "clearly below one big batch";
+}
+
 }  // namespace
 }  // namespace accumulus::engine

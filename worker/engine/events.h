@@ -48,6 +48,7 @@ struct StepReport {
   double step_seconds = 0;
   int64_t tensor_bytes = 0;
   int64_t tensor_peak_bytes = 0;
+  int64_t process_rss_bytes = 0;
   int64_t steps_total = 0;
   // This rank's gradient synchronization in this window.
   int64_t allreduce_calls = 0;

@@ -1,5 +1,9 @@
 #include "worker/engine/memory_meter.h"
 
+#include <unistd.h>
+
+#include <fstream>
+
 #include "worker/engine/tracking_allocator.h"
 
 #ifdef ACCUMULUS_WITH_CUDA
@@ -41,6 +45,14 @@ class CudaMemoryMeter final : public MemoryMeter {
 #endif
 
 }  // namespace
+
+int64_t ProcessRssBytes() {
+  std::ifstream statm("/proc/self/statm");
+  int64_t size_pages = 0;
+  int64_t resident_pages = 0;
+  if (!(statm >> size_pages >> resident_pages)) return 0;
+  return resident_pages * static_cast<int64_t>(sysconf(_SC_PAGESIZE));
+}
 
 StatusOr<std::unique_ptr<MemoryMeter>> MakeMemoryMeter(const torch::Device& device) {
   if (device.is_cpu()) return std::unique_ptr<MemoryMeter>(new CpuMemoryMeter());

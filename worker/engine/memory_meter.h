@@ -25,6 +25,10 @@ class MemoryMeter {
   virtual void set_limit_bytes(int64_t bytes) = 0;
 };
 
+// The resident set size of this process (all its memory in RAM: tensors,
+// allocator caches, libraries), from /proc/self/statm; 0 where unavailable.
+int64_t ProcessRssBytes();
+
 // UNIMPLEMENTED for a CUDA device when this build has no CUDA LibTorch.
 StatusOr<std::unique_ptr<MemoryMeter>> MakeMemoryMeter(const torch::Device& device);
 

@@ -148,6 +148,7 @@ StepReport ReportOf(const Window& w, const WindowResult& result, double lr, doub
   report.samples_per_second = seconds > 0 ? static_cast<double>(result.samples) / seconds : 0;
   report.tensor_bytes = memory.current_bytes();
   report.tensor_peak_bytes = memory.peak_bytes();
+  report.process_rss_bytes = ProcessRssBytes();
   report.steps_total = steps_total;
   report.allreduce_calls = result.sync.allreduce_calls;
   report.allreduce_bytes = result.sync.bytes;

@@ -57,6 +57,7 @@ void ProtoEventSink::OnStep(const engine::StepReport& r) {
   s->set_step_seconds(r.step_seconds);
   s->set_tensor_bytes(r.tensor_bytes);
   s->set_tensor_peak_bytes(r.tensor_peak_bytes);
+  s->set_process_rss_bytes(r.process_rss_bytes);
   s->set_rank(runtime_.rank());
   s->set_steps_total(r.steps_total);
   s->set_allreduce_calls(r.allreduce_calls);
