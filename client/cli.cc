@@ -9,6 +9,8 @@
 #include "client/controller_client.h"
 #include "client/local_cluster.h"
 #include "client/render.h"
+#include "client/split_sweep.h"
+#include "common/job_spec.h"
 #include "common/signals.h"
 #include "common/spec_yaml.h"
 
@@ -91,6 +93,28 @@ int Submit(const GlobalFlags& flags, const std::string& path, bool watch) {
   return watch ? Watch(client, flags, job->id()) : 0;
 }
 
+// The plan of a spec, checked here as the controller would, and with
+// --sweep the measured cost of each split on this machine.
+int Plan(const std::string& path, bool sweep) {
+  StatusOr<v1::JobSpec> loaded = LoadJobSpecFile(path);
+  StatusOr<v1::JobSpec> spec = loaded.ok() ? NormalizeJobSpec(*loaded) : loaded.status();
+  StatusOr<v1::BatchPlan> batch = spec.ok() ? ResolveBatchPlan(*spec) : spec.status();
+  if (!batch.ok()) {
+    std::cerr << "error: " << batch.status().message() << "\n";
+    return 2;
+  }
+  std::cout << "global batch " << BatchSplit(*batch);
+  const int64_t steps = TotalSteps(*spec, *batch);
+  if (steps > 0) std::cout << ", " << steps << " optimizer steps";
+  std::cout << "\n";
+  if (!sweep) return 0;
+  std::cout << "measuring 2 windows per split on this machine...\n" << std::flush;
+  StatusOr<std::vector<SweepRow>> rows = RunSweep(*spec, *batch);
+  if (!rows.ok()) return Fail(rows.status());
+  std::cout << SweepTable(*rows);
+  return 0;
+}
+
 int Up(const LocalClusterOptions& options) {
   BlockTerminationSignals();
   auto cluster = LocalCluster::Start(options);
@@ -142,6 +166,12 @@ int RunCli(int argc, char** argv) {
   cancel->add_option("--reason", reason, "recorded with the job");
   auto* workers = app.add_subcommand("workers", "list workers, their devices and jobs");
 
+  bool sweep = false;
+  auto* plan = app.add_subcommand("plan", "check a job spec and show its batch plan");
+  plan->add_option("spec", path, "job spec file")->required();
+  plan->add_flag("--sweep", sweep,
+                 "measure samples/s and peak memory of the usual splits on this machine");
+
   LocalClusterOptions up_options;
   auto* up = app.add_subcommand("up", "run a local controller and worker until Ctrl-C");
   up->add_option("--data-dir", up_options.data_dir, "state and logs")->capture_default_str();
@@ -158,6 +188,7 @@ int RunCli(int argc, char** argv) {
   }
 
   if (*submit) return Submit(flags, path, watch);
+  if (*plan) return Plan(path, sweep);
   if (*up) return Up(up_options);
   ControllerClient client = Connect(flags);
   if (*watch_cmd) return Watch(client, flags, job_id);

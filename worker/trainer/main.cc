@@ -1,6 +1,7 @@
 // accumulus-trainer: one rank of one job, started by a worker daemon. Reads
 // its TrainerTask from stdin, trains, and reports on file descriptor 3.
-// `accumulus-trainer --probe-devices` lists the CUDA devices instead.
+// `accumulus-trainer --probe-devices` lists the CUDA devices instead;
+// `accumulus-trainer --sweep` measures the usual splits of the task's job.
 #include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -12,6 +13,7 @@
 #include <cstring>
 
 #include "worker/engine/device_probe.h"
+#include "worker/engine/split_sweep.h"
 #include "worker/engine/thread_setup.h"
 #include "worker/engine/trainer.h"
 #include "worker/trainer/proto_event_sink.h"
@@ -34,9 +36,50 @@ int ProbeDevices() {
 
 }  // namespace
 
+// `--sweep`: the job's first windows under each usual split, one line each:
+// "sweep <micro> <accumulation> <samples per second> <peak bytes>".
+int Sweep(const accumulus::v1::TrainerTask& task) {
+  auto config = accumulus::trainer::ToTrainConfig(task);
+  if (!config.ok()) {
+    std::fprintf(stderr, "%s\n", config.status().message().c_str());
+    return 1;
+  }
+  accumulus::engine::ConfigureThreads(task.intra_op_threads(), task.blas_threads());
+  const int64_t per_rank = config->micro_batch > 0
+                               ? config->micro_batch * config->accumulation_steps
+                               : config->global_batch / config->world_size;
+  config->micro_batch = per_rank;
+  config->accumulation_steps = 1;
+  auto rows = accumulus::engine::SweepSplits(*config, accumulus::engine::DefaultSweep(per_rank),
+                                             /*windows=*/2);
+  if (!rows.ok()) {
+    std::fprintf(stderr, "%s\n", rows.status().ToString().c_str());
+    return 1;
+  }
+  for (const auto& r : *rows) {
+    std::printf("sweep %lld %lld %.1f %lld\n", static_cast<long long>(r.micro_batch),
+                static_cast<long long>(r.accumulation_steps), r.samples_per_second,
+                static_cast<long long>(r.peak_bytes));
+  }
+  return 0;
+}
+
+bool ReadTask(accumulus::v1::TrainerTask* task) {
+  google::protobuf::io::FileInputStream stdin_stream(STDIN_FILENO);
+  return task->ParseFromZeroCopyStream(&stdin_stream);
+}
+
 int main(int argc, char** argv) {
   using accumulus::v1::JobState;
   if (argc > 1 && std::strcmp(argv[1], "--probe-devices") == 0) return ProbeDevices();
+  if (argc > 1 && std::strcmp(argv[1], "--sweep") == 0) {
+    accumulus::v1::TrainerTask task;
+    if (!ReadTask(&task)) {
+      std::fprintf(stderr, "accumulus-trainer: no valid TrainerTask on stdin\n");
+      return 2;
+    }
+    return Sweep(task);
+  }
 
   // Die with the daemon: an orphaned rank would hold its device forever.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -48,8 +91,7 @@ int main(int argc, char** argv) {
   sigaction(SIGINT, &action, nullptr);
 
   accumulus::v1::TrainerTask task;
-  google::protobuf::io::FileInputStream stdin_stream(STDIN_FILENO);
-  if (!task.ParseFromZeroCopyStream(&stdin_stream)) {
+  if (!ReadTask(&task)) {
     std::fprintf(stderr, "accumulus-trainer: no valid TrainerTask on stdin\n");
     return 2;
   }

@@ -1,0 +1,86 @@
+#include "client/split_sweep.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+#include <thread>
+
+#include "accumulus/v1/trainer.pb.h"
+#include "client/render.h"
+#include "common/paths.h"
+#include "common/subprocess.h"
+
+namespace accumulus::client {
+namespace {
+
+std::string Bar(double value, double largest, int width) {
+  const int n = largest > 0 ? static_cast<int>(value / largest * width + 0.5) : 0;
+  return std::string(static_cast<size_t>(std::clamp(n, 0, width)), '#');
+}
+
+}  // namespace
+
+StatusOr<std::vector<SweepRow>> RunSweep(const v1::JobSpec& spec, const v1::BatchPlan& batch) {
+  v1::TrainerTask task;
+  task.set_job_id("sweep");
+  *task.mutable_spec() = spec;
+  *task.mutable_batch() = batch;
+  task.set_world_size(batch.devices());
+  task.set_device("cpu");
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  task.set_intra_op_threads(spec.threads().intra_op() > 0 ? spec.threads().intra_op() : cores);
+  task.set_blas_threads(spec.threads().blas() > 0 ? spec.threads().blas() : 1);
+
+  SpawnOptions options;
+  options.argv = {SiblingExecutable("accumulus-trainer"), "--sweep"};
+  options.stdin_data = task.SerializeAsString();
+  options.capture_stdout = true;
+  auto trainer = Subprocess::Spawn(options);
+  if (!trainer.ok()) return trainer.status();
+  std::vector<SweepRow> rows;
+  std::string line;
+  while ((*trainer)->ReadLine(&line)) {
+    SweepRow row;
+    long long micro = 0, accumulation = 0, peak = 0;
+    if (std::sscanf(line.c_str(), "sweep %lld %lld %lf %lld", &micro, &accumulation,
+                    &row.samples_per_second, &peak) == 4) {
+      row.micro_batch = micro;
+      row.accumulation_steps = accumulation;
+      row.peak_bytes = peak;
+      rows.push_back(row);
+    }
+  }
+  const Subprocess::ExitInfo exit = (*trainer)->Wait();
+  if (!exit.success) {
+    return Status::Internal("the sweep's trainer failed (" + exit.description +
+                            "); its error is above");
+  }
+  return rows;
+}
+
+std::string SweepTable(const std::vector<SweepRow>& rows) {
+  double fastest = 0;
+  int64_t largest = 0;
+  for (const auto& r : rows) {
+    fastest = std::max(fastest, r.samples_per_second);
+    largest = std::max(largest, r.peak_bytes);
+  }
+  std::ostringstream out;
+  char head[128];
+  std::snprintf(head, sizeof head, "%-16s %12s  %-20s %12s  %s\n", "micro × accum", "samples/s", "",
+                "peak tensors", "");
+  out << head;
+  for (const auto& r : rows) {
+    char row[256];
+    const std::string split =
+        std::to_string(r.micro_batch) + " × " + std::to_string(r.accumulation_steps);
+    std::snprintf(row, sizeof row, "%-14s %12.0f  %-20s %12s  %s\n", split.c_str(),
+                  r.samples_per_second, Bar(r.samples_per_second, fastest, 20).c_str(),
+                  HumanBytes(r.peak_bytes).c_str(),
+                  Bar(static_cast<double>(r.peak_bytes), static_cast<double>(largest), 20).c_str());
+    out << row;
+  }
+  return out.str();
+}
+
+}  // namespace accumulus::client

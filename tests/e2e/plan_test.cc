@@ -1,0 +1,47 @@
+// `accumulus plan JOB.yaml --sweep`: the table users read before choosing a
+// split, measured by a real trainer process.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <regex>
+
+#include "tests/support/test_cluster.h"
+
+namespace accumulus::testing {
+namespace {
+
+TEST(PlanSweep, MeasuresEveryUsualSplitOfTheGlobalBatch) {
+  char pattern[] = "/tmp/accumulus-plan-XXXXXX";
+  ASSERT_NE(mkdtemp(pattern), nullptr);
+  const std::string dir = pattern;
+  std::ofstream(dir + "/cnn.yaml") << R"(
+model: {kind: cnn, hidden: [8, 16], norm: none}
+data: {task: image_classification, samples: 256, channels: 3, image_size: 16, outputs: 4}
+global_batch: 64
+accumulation_steps: 1
+optimizer: {kind: sgd, lr: 0.1}
+epochs: 1
+)";
+  SpawnOptions options;
+  options.argv = {BinaryDir() + "/accumulus", "plan", dir + "/cnn.yaml", "--sweep"};
+  options.capture_stdout = true;
+  options.log_path = dir + "/plan.stderr";
+  auto plan = Subprocess::Spawn(options);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  std::vector<std::pair<int, double>> rows;  // micro, samples/s
+  std::string line;
+  std::smatch m;
+  const std::regex row(R"(^(\d+) × (\d+)\s+(\d+)\s)");
+  while ((*plan)->ReadLine(&line)) {
+    if (std::regex_search(line, m, row)) rows.emplace_back(std::stoi(m[1]), std::stod(m[3]));
+  }
+  EXPECT_EQ((*plan)->Wait().exit_code, 0);
+  ASSERT_EQ(rows.size(), 4u) << "64×1, 16×4, 4×16, 1×64";
+  EXPECT_EQ(rows.front().first, 64);
+  EXPECT_EQ(rows.back().first, 1);
+  for (const auto& [micro, rate] : rows) EXPECT_GT(rate, 0) << "micro " << micro;
+  (void)!system(("rm -rf '" + dir + "'").c_str());
+}
+
+}  // namespace
+}  // namespace accumulus::testing
