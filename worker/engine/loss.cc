@@ -6,21 +6,29 @@ namespace accumulus::engine {
 
 namespace F = torch::nn::functional;
 
+namespace {
+
+torch::Tensor Count(double items, const torch::Tensor& like) {
+  return torch::scalar_tensor(items, like.options().dtype(torch::kFloat64));
+}
+
+}  // namespace
+
 LossSum SumLoss(LossKind kind, const torch::Tensor& outputs, const torch::Tensor& targets) {
   switch (kind) {
     case LossKind::kCrossEntropy:
       return {
           F::cross_entropy(outputs, targets, F::CrossEntropyFuncOptions().reduction(torch::kSum)),
-          targets.size(0)};
+          Count(static_cast<double>(targets.size(0)), outputs)};
     case LossKind::kMeanSquaredError:
       return {F::mse_loss(outputs, targets, F::MSELossFuncOptions().reduction(torch::kSum)),
-              targets.numel()};
+              Count(static_cast<double>(targets.numel()), outputs)};
     case LossKind::kTokenCrossEntropy: {
       const torch::Tensor flat_targets = targets.reshape({-1});
       return {F::cross_entropy(
                   outputs.reshape({-1, outputs.size(-1)}), flat_targets,
                   F::CrossEntropyFuncOptions().reduction(torch::kSum).ignore_index(kIgnoreIndex)),
-              flat_targets.ne(kIgnoreIndex).sum().item<int64_t>()};
+              flat_targets.ne(kIgnoreIndex).sum().to(torch::kFloat64)};
     }
   }
   throw std::logic_error("unknown loss kind");

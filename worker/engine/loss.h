@@ -26,7 +26,9 @@ LossKind LossOf(const std::string& name, const std::string& task);
 
 struct LossSum {
   torch::Tensor sum;  // scalar, differentiable
-  int64_t items = 0;
+  // How many items the sum covers: a float64 scalar on the loss's device,
+  // so counting tokens costs no host sync per micro-batch.
+  torch::Tensor items;
 };
 
 LossSum SumLoss(LossKind kind, const torch::Tensor& outputs, const torch::Tensor& targets);

@@ -24,27 +24,34 @@ void WindowAccumulator::AddMicroBatch(const Batch& batch) {
   }
   // The loss in fp32 whatever the forward's precision.
   const LossSum loss = SumLoss(loss_, outputs.to(torch::kFloat32), batch.targets);
-  torch::Tensor objective =
-      normalization_ == Normalization::kExact
-          ? loss.sum
-          : loss.sum / static_cast<double>(loss.items * nominal_microbatches_);
+  torch::Tensor objective = normalization_ == Normalization::kExact
+                                ? loss.sum
+                                : loss.sum / (loss.items.to(loss.sum.scalar_type()) *
+                                              static_cast<double>(nominal_microbatches_));
   if (scaler_ != nullptr) objective = objective * scaler_->scale();
   objective.backward();
+  // Kept on the device: summed here, read on the host once per window.
   loss_sum_ = loss_sum_.defined() ? loss_sum_ + loss.sum.detach() : loss.sum.detach();
+  items_ = items_.defined() ? items_ + loss.items : loss.items;
   ++microbatches_;
   samples_ += batch.inputs.size(0);
-  items_ += loss.items;
 }
 
 WindowResult WindowAccumulator::FinishWindow(bool out_of_memory) {
   WindowResult result;
   result.microbatches = microbatches_;
   // The window's counts travel with the gradients: float64 holds integer
-  // counts exactly up to 2^53.
+  // counts exactly up to 2^53. Reading the device-side sums is the window's
+  // one host sync.
+  double loss_sum = 0;
+  double items = 0;
+  if (loss_sum_.defined()) {
+    const torch::Tensor sums = torch::stack({loss_sum_.to(torch::kFloat64), items_}).cpu();
+    loss_sum = sums[0].item<double>();
+    items = sums[1].item<double>();
+  }
   torch::Tensor counters = torch::tensor(
-      {loss_sum_.defined() ? loss_sum_.item<double>() : 0.0, static_cast<double>(items_),
-       static_cast<double>(samples_), out_of_memory ? 1.0 : 0.0},
-      torch::kFloat64);
+      {loss_sum, items, static_cast<double>(samples_), out_of_memory ? 1.0 : 0.0}, torch::kFloat64);
   if (sync_ != nullptr) sync_->AllReduce(parameters_, counters, &result.sync);
   const auto global = counters.accessor<double, 1>();
   result.loss_items = static_cast<int64_t>(global[1]);
@@ -98,7 +105,8 @@ WindowResult WindowAccumulator::FinishWindow(bool out_of_memory) {
 }
 
 void WindowAccumulator::ResetWindow() {
-  microbatches_ = samples_ = items_ = 0;
+  microbatches_ = samples_ = 0;
+  items_ = torch::Tensor();
   loss_sum_ = torch::Tensor();
 }
 

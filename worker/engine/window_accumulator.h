@@ -90,7 +90,7 @@ class WindowAccumulator {
   // The current window.
   int64_t microbatches_ = 0;
   int64_t samples_ = 0;
-  int64_t items_ = 0;
+  torch::Tensor items_;     // float64; with loss_sum_, read once per window
   torch::Tensor loss_sum_;  // detached; read once per window (one device sync)
 };
 
