@@ -22,13 +22,6 @@ using Quiet = testing::RecordingSink;
 
 class PythonReferenceTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char pattern[] = "/tmp/accumulus-xcheck-XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override { (void)!system(("rm -rf '" + dir_ + "'").c_str()); }
-
   // Runs reference.py; returns its exit code, its output in *output.
   int Python(const std::string& arguments, std::string* output) {
     const std::string log = dir_ + "/python.log";
@@ -77,7 +70,8 @@ class PythonReferenceTest : public ::testing::Test {
         .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   }
 
-  std::string dir_;
+  const testing::TempDir temp_;
+  const std::string dir_ = temp_.path();
 };
 
 TEST_F(PythonReferenceTest, TorchScriptMlpExportedFromPython) {

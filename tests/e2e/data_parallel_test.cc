@@ -7,6 +7,7 @@
 
 #include <thread>
 
+#include "tests/support/engine_test_support.h"
 #include "tests/support/free_port.h"
 #include "tests/support/test_cluster.h"
 #include "worker/engine/state_dict.h"
@@ -23,13 +24,6 @@ struct RankRun {
 
 class DataParallelTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char pattern[] = "/tmp/accumulus-dp-XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override { (void)!system(("rm -rf '" + dir_ + "'").c_str()); }
-
   v1::JobSpec Spec(int64_t micro, int64_t accumulation, int devices, const std::string& optimizer) {
     v1::JobSpec spec;
     spec.mutable_model()->set_kind("mlp");
@@ -108,18 +102,8 @@ class DataParallelTest : public ::testing::Test {
     return out;
   }
 
-  static double MaxRelativeDifference(const std::vector<torch::Tensor>& a,
-                                      const std::vector<torch::Tensor>& b) {
-    EXPECT_EQ(a.size(), b.size());
-    double worst = 0;
-    for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
-      const double scale = std::max(b[i].abs().max().item<double>(), 1e-12);
-      worst = std::max(worst, (a[i] - b[i]).abs().max().item<double>() / scale);
-    }
-    return worst;
-  }
-
-  std::string dir_;
+  const testing::TempDir temp_;
+  const std::string dir_ = temp_.path();
   int runs_ = 0;
 };
 

@@ -5,15 +5,15 @@
 #include <fstream>
 #include <regex>
 
+#include "tests/support/temp_dir.h"
 #include "tests/support/test_cluster.h"
 
 namespace accumulus::testing {
 namespace {
 
 TEST(PlanSweep, MeasuresEveryUsualSplitOfTheGlobalBatch) {
-  char pattern[] = "/tmp/accumulus-plan-XXXXXX";
-  ASSERT_NE(mkdtemp(pattern), nullptr);
-  const std::string dir = pattern;
+  const TempDir temp;
+  const std::string& dir = temp.path();
   std::ofstream(dir + "/cnn.yaml") << R"(
 model: {kind: cnn, hidden: [8, 16], norm: none}
 data: {task: image_classification, samples: 256, channels: 3, image_size: 16, outputs: 4}
@@ -40,7 +40,6 @@ epochs: 1
   EXPECT_EQ(rows.front().first, 64);
   EXPECT_EQ(rows.back().first, 1);
   for (const auto& [micro, rate] : rows) EXPECT_GT(rate, 0) << "micro " << micro;
-  (void)!system(("rm -rf '" + dir + "'").c_str());
 }
 
 }  // namespace

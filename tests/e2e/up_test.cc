@@ -5,15 +5,15 @@
 
 #include <regex>
 
+#include "tests/support/temp_dir.h"
 #include "tests/support/test_cluster.h"
 
 namespace accumulus::testing {
 namespace {
 
 TEST(Up, RunsAJobAndStopsEverythingOnInterrupt) {
-  char pattern[] = "/tmp/accumulus-up-XXXXXX";
-  ASSERT_NE(mkdtemp(pattern), nullptr);
-  const std::string dir = pattern;
+  const TempDir temp;
+  const std::string& dir = temp.path();
 
   SpawnOptions options;
   options.argv = {BinaryDir() + "/accumulus", "up", "--data-dir", dir + "/data", "--port", "0",
@@ -55,7 +55,6 @@ TEST(Up, RunsAJobAndStopsEverythingOnInterrupt) {
   auto after = Subprocess::Spawn(list);
   ASSERT_TRUE(after.ok());
   EXPECT_EQ((*after)->Wait().exit_code, 1);
-  (void)!system(("rm -rf '" + dir + "'").c_str());
 }
 
 }  // namespace

@@ -13,13 +13,6 @@ namespace {
 
 class FileDatasetTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char pattern[] = "/tmp/accumulus-data-XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override { (void)!system(("rm -rf '" + dir_ + "'").c_str()); }
-
   std::string Write(const std::string& name, const std::string& bytes) {
     const std::string path = dir_ + "/" + name;
     std::ofstream(path, std::ios::binary) << bytes;
@@ -35,7 +28,8 @@ class FileDatasetTest : public ::testing::Test {
     return out;
   }
 
-  std::string dir_;
+  const testing::TempDir temp_;
+  const std::string dir_ = temp_.path();
 };
 
 TEST_F(FileDatasetTest, CsvWithHeaderReadsFeaturesAndTheNamedLabel) {

@@ -15,9 +15,6 @@ using Sink = testing::RecordingSink;
 class TorchScriptTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char pattern[] = "/tmp/accumulus-ts-XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    dir_ = pattern;
     // What a user gets from torch.jit.script(net) + torch.jit.save in
     // Python, built here with the same TorchScript compiler.
     torch::manual_seed(3);
@@ -35,7 +32,6 @@ def forward(self, x):
     model_path_ = dir_ + "/net.pt";
     net.save(model_path_);
   }
-  void TearDown() override { (void)!system(("rm -rf '" + dir_ + "'").c_str()); }
 
   TrainConfig Config(int64_t micro, int64_t accumulation) {
     TrainConfig c;
@@ -54,7 +50,8 @@ def forward(self, x):
     return c;
   }
 
-  std::string dir_;
+  const testing::TempDir temp_;
+  const std::string dir_ = temp_.path();
   std::string model_path_;
 };
 

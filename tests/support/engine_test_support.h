@@ -1,5 +1,5 @@
 // Shared by the engine tests: an EventSink that records what a run reports,
-// tensor comparison, and a temporary directory.
+// tensor comparison, and (from temp_dir.h) a temporary directory.
 #pragma once
 
 #include <stdlib.h>
@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/temp_dir.h"
 #include "worker/engine/events.h"
 
 namespace accumulus::testing {
@@ -35,23 +36,5 @@ inline double MaxRelativeDifference(const std::vector<torch::Tensor>& a,
   }
   return a.size() == b.size() ? worst : 1e300;
 }
-
-// A fresh directory under /tmp, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    char pattern[] = "/tmp/accumulus-test-XXXXXX";
-    if (mkdtemp(pattern) != nullptr) path_ = pattern;
-  }
-  ~TempDir() {
-    if (!path_.empty()) (void)!system(("rm -rf '" + path_ + "'").c_str());
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 }  // namespace accumulus::testing
