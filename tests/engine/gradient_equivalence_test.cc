@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "common/window_schedule.h"
 #include "worker/engine/mlp.h"
 #include "worker/engine/sample_order.h"
 #include "worker/engine/window_accumulator.h"
@@ -90,7 +91,15 @@ TEST(GradientEquivalence, ShortLastWindowIsNormalizedByItsRealCount) {
   const torch::Tensor x = torch::randn({36, 6});
   const torch::Tensor y = torch::randint(0, 3, {36});
   const std::vector<int64_t> order = EpochPermutation(36, /*seed=*/5, /*epoch=*/0);
-  const WindowRange last = WindowOf(36, /*global_batch=*/32, /*index=*/1);
+  WindowScheduleConfig schedule_config;
+  schedule_config.samples_per_epoch = 36;
+  schedule_config.micro_batch = 8;
+  schedule_config.accumulation_steps = 4;
+  schedule_config.epochs = 1;
+  WindowSchedule schedule(schedule_config);
+  Window second;
+  ASSERT_TRUE(schedule.Next(&second) && schedule.Next(&second));
+  const WindowRange last{second.segments.at(0).begin, second.segments.at(0).end};
   ASSERT_EQ(last.size(), 4);
   const std::vector<WindowRange> micro = MicroBatchesOf(last, 8, 4, /*rank=*/0);
   ASSERT_EQ(micro.size(), 1u);

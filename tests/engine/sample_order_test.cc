@@ -6,6 +6,8 @@
 #include <numeric>
 #include <set>
 
+#include "common/window_schedule.h"
+
 namespace accumulus::engine {
 namespace {
 
@@ -28,7 +30,17 @@ std::multiset<int64_t> SamplesOfWindow(int64_t micro, int64_t accumulation, int 
                                        int64_t window) {
   const int64_t samples = 300;
   const std::vector<int64_t> order = EpochPermutation(samples, 9, 1);
-  const WindowRange range = WindowOf(samples, micro * accumulation * devices, window);
+  WindowScheduleConfig config;
+  config.samples_per_epoch = samples;
+  config.micro_batch = micro;
+  config.accumulation_steps = accumulation;
+  config.devices = devices;
+  config.epochs = 1;
+  WindowSchedule schedule(config);
+  Window w;
+  for (int64_t i = 0; i <= window; ++i) EXPECT_TRUE(schedule.Next(&w));
+  // Window positions repeat every epoch (normalize); read them in epoch 1's order.
+  const WindowRange range{w.segments.at(0).begin, w.segments.at(0).end};
   std::multiset<int64_t> seen;
   for (int rank = 0; rank < devices; ++rank) {
     for (const WindowRange& m : MicroBatchesOf(range, micro, accumulation, rank)) {

@@ -38,13 +38,6 @@ std::vector<int64_t> EpochPermutation(int64_t samples, uint64_t seed, int64_t ep
   return order;
 }
 
-WindowRange WindowOf(int64_t samples, int64_t global_batch, int64_t index) {
-  WindowRange w;
-  w.begin = std::min(samples, index * global_batch);
-  w.end = std::min(samples, w.begin + global_batch);
-  return w;
-}
-
 std::vector<WindowRange> MicroBatchesOf(const WindowRange& window, int64_t micro_batch,
                                         int64_t accumulation_steps, int rank) {
   std::vector<WindowRange> out;

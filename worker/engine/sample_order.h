@@ -25,10 +25,6 @@ struct WindowRange {
   int64_t size() const { return end - begin; }
 };
 
-// The window `index` (0-based) of an epoch of `samples` cut into global
-// batches; the last window is short when the division is not exact.
-WindowRange WindowOf(int64_t samples, int64_t global_batch, int64_t index);
-
 // The micro-batches of one rank within a window of `window_size` samples:
 // rank r takes positions [r·m·k, (r+1)·m·k) of the window (clipped to its
 // size), cut into pieces of m. Ranks beyond a short window's end get none.
