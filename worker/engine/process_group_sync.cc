@@ -3,8 +3,12 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#ifdef USE_C10D_NCCL
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
 
 namespace accumulus::engine {
 namespace {
@@ -13,9 +17,10 @@ using Clock = std::chrono::steady_clock;
 
 class ProcessGroupSync final : public GradientSync {
  public:
-  ProcessGroupSync(c10::intrusive_ptr<c10d::ProcessGroup> group, int rank, int world_size,
-                   int64_t bucket_bytes)
+  ProcessGroupSync(c10::intrusive_ptr<c10d::ProcessGroup> group, c10::Device device, int rank,
+                   int world_size, int64_t bucket_bytes)
       : group_(std::move(group)),
+        device_(device),
         rank_(rank),
         world_size_(world_size),
         bucket_bytes_(bucket_bytes) {}
@@ -48,13 +53,15 @@ class ProcessGroupSync final : public GradientSync {
       ReduceBucket(grads, begin, end, stats);
       begin = end;
     }
-    std::vector<torch::Tensor> counter_list{counters};
+    // NCCL reduces device tensors only; the counters are a few host doubles.
+    std::vector<torch::Tensor> counter_list{counters.to(device_)};
     Run(counter_list, stats);
+    if (!counter_list[0].is_same(counters)) counters.copy_(counter_list[0]);
     stats->seconds += std::chrono::duration<double>(Clock::now() - start).count();
   }
 
   int64_t MinAcrossRanks(int64_t value) override {
-    std::vector<torch::Tensor> one{torch::tensor({value}, torch::kInt64)};
+    std::vector<torch::Tensor> one{torch::tensor({value}, torch::kInt64).to(device_)};
     c10d::AllreduceOptions options;
     options.reduceOp = c10d::ReduceOp::MIN;
     group_->allreduce(one, options)->wait();
@@ -96,10 +103,36 @@ class ProcessGroupSync final : public GradientSync {
   }
 
   c10::intrusive_ptr<c10d::ProcessGroup> group_;
+  const c10::Device device_;
   const int rank_;
   const int world_size_;
   const int64_t bucket_bytes_;
 };
+
+// The backend for the ranks' tensors: NCCL when they are on CUDA, Gloo on CPU.
+StatusOr<c10::intrusive_ptr<c10d::ProcessGroup>> MakeGroup(
+    const ProcessGroupConfig& config, const c10::intrusive_ptr<c10d::Store>& store) {
+  if (config.device.is_cuda()) {
+#ifdef USE_C10D_NCCL
+    // Blocking wait turns a lost peer into an error after config.timeout
+    // instead of a hang inside the NCCL kernel.
+    setenv("NCCL_BLOCKING_WAIT", "1", /*overwrite=*/0);
+    auto options = c10d::ProcessGroupNCCL::Options::create();
+    options->timeout = config.timeout;
+    return c10::intrusive_ptr<c10d::ProcessGroup>(c10::make_intrusive<c10d::ProcessGroupNCCL>(
+        store, config.rank, config.world_size, options));
+#else
+    return Status::FailedPrecondition("device \"" + config.device.str() +
+                                      "\": this LibTorch was built without NCCL, the backend "
+                                      "CUDA ranks synchronise with");
+#endif
+  }
+  auto options = c10d::ProcessGroupGloo::Options::create(config.timeout);
+  options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(config.local_address));
+  options->threads = 1;
+  return c10::intrusive_ptr<c10d::ProcessGroup>(
+      c10::make_intrusive<c10d::ProcessGroupGloo>(store, config.rank, config.world_size, options));
+}
 
 }  // namespace
 
@@ -113,14 +146,10 @@ StatusOr<std::unique_ptr<GradientSync>> ConnectProcessGroup(const ProcessGroupCo
     store_options.timeout = config.timeout;
     auto store = c10::make_intrusive<c10d::TCPStore>(config.rendezvous_host, store_options);
 
-    auto options = c10d::ProcessGroupGloo::Options::create(config.timeout);
-    options->devices.push_back(
-        c10d::ProcessGroupGloo::createDeviceForHostname(config.local_address));
-    options->threads = 1;
-    auto group =
-        c10::make_intrusive<c10d::ProcessGroupGloo>(store, config.rank, config.world_size, options);
-    return std::unique_ptr<GradientSync>(
-        new ProcessGroupSync(group, config.rank, config.world_size, config.bucket_bytes));
+    StatusOr<c10::intrusive_ptr<c10d::ProcessGroup>> group = MakeGroup(config, store);
+    if (!group.ok()) return group.status();
+    return std::unique_ptr<GradientSync>(new ProcessGroupSync(
+        *std::move(group), config.device, config.rank, config.world_size, config.bucket_bytes));
   } catch (const c10::Error& e) {
     return Status::Unavailable(
         "rank " + std::to_string(config.rank) + " of " + std::to_string(config.world_size) +

@@ -113,6 +113,7 @@ class SampleStream {
 // The process group of a data-parallel job (null for one rank), with every
 // rank holding rank 0's parameters.
 StatusOr<std::unique_ptr<GradientSync>> ConnectRanks(const TrainConfig& config,
+                                                     const torch::Device& device,
                                                      const std::vector<torch::Tensor>& parameters) {
   if (config.world_size <= 1) return std::unique_ptr<GradientSync>();
   ProcessGroupConfig group;
@@ -121,6 +122,7 @@ StatusOr<std::unique_ptr<GradientSync>> ConnectRanks(const TrainConfig& config,
   group.rendezvous_host = config.rendezvous_host;
   group.rendezvous_port = config.rendezvous_port;
   group.local_address = config.local_address;
+  group.device = device;
   group.timeout = std::chrono::milliseconds(config.collective_timeout_ms);
   group.bucket_bytes = config.bucket_bytes;
   StatusOr<std::unique_ptr<GradientSync>> sync = ConnectProcessGroup(group);
@@ -181,7 +183,7 @@ Status TrainOrThrow(const TrainConfig& config, EventSink* sink, const TrainOptio
   model.To(*device);
   std::vector<torch::Tensor> parameters = model.Parameters();
 
-  StatusOr<std::unique_ptr<GradientSync>> connected = ConnectRanks(config, parameters);
+  StatusOr<std::unique_ptr<GradientSync>> connected = ConnectRanks(config, *device, parameters);
   if (!connected.ok()) return connected.status();
   std::unique_ptr<GradientSync> sync = std::move(*connected);
   StatusOr<std::unique_ptr<torch::optim::Optimizer>> optimizer =
