@@ -18,6 +18,21 @@ std::string Bar(double value, double largest, int width) {
   return std::string(static_cast<size_t>(std::clamp(n, 0, width)), '#');
 }
 
+// "peak -42%, time +31%": checkpointing against the plain run of a split.
+std::string CheckpointingEffect(const SweepRow& r) {
+  if (r.checkpointed_peak_bytes <= 0 || r.peak_bytes <= 0 ||
+      r.checkpointed_samples_per_second <= 0) {
+    return "-";
+  }
+  const double memory =
+      100.0 *
+      (static_cast<double>(r.checkpointed_peak_bytes) / static_cast<double>(r.peak_bytes) - 1.0);
+  const double time = 100.0 * (r.samples_per_second / r.checkpointed_samples_per_second - 1.0);
+  char text[64];
+  std::snprintf(text, sizeof text, "peak %+.0f%%, time %+.0f%%", memory, time);
+  return text;
+}
+
 }  // namespace
 
 StatusOr<std::vector<SweepRow>> RunSweep(const v1::JobSpec& spec, const v1::BatchPlan& batch) {
@@ -41,12 +56,14 @@ StatusOr<std::vector<SweepRow>> RunSweep(const v1::JobSpec& spec, const v1::Batc
   std::string line;
   while ((*trainer)->ReadLine(&line)) {
     SweepRow row;
-    long long micro = 0, accumulation = 0, peak = 0;
-    if (std::sscanf(line.c_str(), "sweep %lld %lld %lf %lld", &micro, &accumulation,
-                    &row.samples_per_second, &peak) == 4) {
+    long long micro = 0, accumulation = 0, peak = 0, checkpointed_peak = 0;
+    if (std::sscanf(line.c_str(), "sweep %lld %lld %lf %lld %lf %lld", &micro, &accumulation,
+                    &row.samples_per_second, &peak, &row.checkpointed_samples_per_second,
+                    &checkpointed_peak) == 6) {
       row.micro_batch = micro;
       row.accumulation_steps = accumulation;
       row.peak_bytes = peak;
+      row.checkpointed_peak_bytes = checkpointed_peak;
       rows.push_back(row);
     }
   }
@@ -67,17 +84,18 @@ std::string SweepTable(const std::vector<SweepRow>& rows) {
   }
   std::ostringstream out;
   char head[128];
-  std::snprintf(head, sizeof head, "%-16s %12s  %-20s %12s  %s\n", "micro × accum", "samples/s", "",
-                "peak tensors", "");
+  std::snprintf(head, sizeof head, "%-16s %12s  %-20s %12s  %-20s  %s\n", "micro × accum",
+                "samples/s", "", "peak tensors", "", "activation checkpointing");
   out << head;
   for (const auto& r : rows) {
     char row[256];
     const std::string split =
         std::to_string(r.micro_batch) + " × " + std::to_string(r.accumulation_steps);
-    std::snprintf(row, sizeof row, "%-14s %12.0f  %-20s %12s  %s\n", split.c_str(),
+    std::snprintf(row, sizeof row, "%-14s %12.0f  %-20s %12s  %-20s  %s\n", split.c_str(),
                   r.samples_per_second, Bar(r.samples_per_second, fastest, 20).c_str(),
                   HumanBytes(r.peak_bytes).c_str(),
-                  Bar(static_cast<double>(r.peak_bytes), static_cast<double>(largest), 20).c_str());
+                  Bar(static_cast<double>(r.peak_bytes), static_cast<double>(largest), 20).c_str(),
+                  CheckpointingEffect(r).c_str());
     out << row;
   }
   return out.str();

@@ -16,12 +16,16 @@ struct SweepRow {
   int64_t accumulation_steps = 0;
   double samples_per_second = 0;
   int64_t peak_bytes = 0;
+  // With activation checkpointing; 0 where not measured (TorchScript).
+  double checkpointed_samples_per_second = 0;
+  int64_t checkpointed_peak_bytes = 0;
 };
 
 // Runs `accumulus-trainer --sweep` on the (normalized) spec, on this machine.
 StatusOr<std::vector<SweepRow>> RunSweep(const v1::JobSpec& spec, const v1::BatchPlan& batch);
 
-// A table with an ASCII bar for each figure, scaled to the largest.
+// A table with an ASCII bar for each figure, scaled to the largest, and what
+// activation checkpointing saves and costs at each split.
 std::string SweepTable(const std::vector<SweepRow>& rows);
 
 }  // namespace accumulus::client

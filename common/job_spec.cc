@@ -70,6 +70,11 @@ Status CheckModel(v1::ModelSpec* model) {
   if (model->kind() == "torchscript" && model->path().empty()) {
     return Status::InvalidArgument("model.path is required for model.kind \"torchscript\"");
   }
+  if (model->kind() == "torchscript" && model->activation_checkpointing()) {
+    return Status::InvalidArgument(
+        "model.activation_checkpointing is for the built-in models; a TorchScript module "
+        "checkpoints inside its own forward (torch.utils.checkpoint before export)");
+  }
   if (!model->loss().empty()) {
     if (Status s = OneOf("model.loss", model->loss(), {"cross_entropy", "mse"}); !s.ok()) return s;
   }

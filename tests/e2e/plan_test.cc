@@ -29,17 +29,22 @@ epochs: 1
   auto plan = Subprocess::Spawn(options);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   std::vector<std::pair<int, double>> rows;  // micro, samples/s
+  int checkpointing_effects = 0;
   std::string line;
   std::smatch m;
   const std::regex row(R"(^(\d+) × (\d+)\s+(\d+)\s)");
+  const std::regex checkpointing(R"(peak [+-]\d+%, time [+-]\d+%$)");
   while ((*plan)->ReadLine(&line)) {
-    if (std::regex_search(line, m, row)) rows.emplace_back(std::stoi(m[1]), std::stod(m[3]));
+    if (!std::regex_search(line, m, row)) continue;
+    rows.emplace_back(std::stoi(m[1]), std::stod(m[3]));
+    checkpointing_effects += std::regex_search(line, checkpointing) ? 1 : 0;
   }
   EXPECT_EQ((*plan)->Wait().exit_code, 0);
   ASSERT_EQ(rows.size(), 4u) << "64×1, 16×4, 4×16, 1×64";
   EXPECT_EQ(rows.front().first, 64);
   EXPECT_EQ(rows.back().first, 1);
   for (const auto& [micro, rate] : rows) EXPECT_GT(rate, 0) << "micro " << micro;
+  EXPECT_EQ(checkpointing_effects, 4) << "each split measured with activation checkpointing too";
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "worker/engine/charlm.h"
 
+#include "worker/engine/activation_checkpoint.h"
+
 namespace accumulus::engine {
 
 CharLmImpl::CharLmImpl(const CharLmOptions& options) : options_(options) {
@@ -32,7 +34,18 @@ torch::Tensor CharLmImpl::forward(torch::Tensor tokens) {
       torch::full({length, length}, -std::numeric_limits<float>::infinity(),
                   x.options().dtype(torch::kFloat32))
           .triu(1);
-  x = encoder_(x.transpose(0, 1), causal).transpose(0, 1);  // [N, S, E]
+  x = x.transpose(0, 1);  // [S, N, E], the encoder's layout
+  if (options_.checkpoint_activations) {
+    for (size_t i = 0; i < encoder_->layers->size(); ++i) {
+      const auto layer = encoder_->layers->ptr<torch::nn::TransformerEncoderLayerImpl>(i);
+      x = Checkpoint(
+          {[layer, causal](const torch::Tensor& t) { return layer->forward(t, causal); }, {layer}},
+          x);
+    }
+  } else {
+    x = encoder_(x, causal);
+  }
+  x = x.transpose(0, 1);  // [N, S, E]
   return head_(norm_(x));
 }
 

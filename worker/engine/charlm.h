@@ -16,6 +16,8 @@ struct CharLmOptions {
   int64_t d_model = 128;
   int64_t heads = 4;
   int64_t layers = 2;
+  // Each encoder layer keeps only its input for backward.
+  bool checkpoint_activations = false;
 };
 
 class CharLmImpl : public torch::nn::Module {

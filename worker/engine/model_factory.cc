@@ -88,7 +88,7 @@ StatusOr<std::unique_ptr<Model>> BuildModel(const ModelConfig& config, const Dat
     if (data.features <= 0 || data.outputs <= 0) {
       return Status::InvalidArgument("model.kind \"mlp\" needs feature data (samples with labels)");
     }
-    return Wrap(Mlp(data.features, config.hidden, data.outputs));
+    return Wrap(Mlp(data.features, config.hidden, data.outputs, config.checkpoint_activations));
   }
   if (config.kind == "cnn") {
     if (data.channels <= 0) {
@@ -97,7 +97,8 @@ StatusOr<std::unique_ptr<Model>> BuildModel(const ModelConfig& config, const Dat
     }
     const std::vector<int64_t> channels =
         config.hidden.empty() ? std::vector<int64_t>{16, 32} : config.hidden;
-    return Wrap(Cnn(data.channels, channels, data.outputs, config.norm == "batch"));
+    return Wrap(Cnn(data.channels, channels, data.outputs, config.norm == "batch",
+                    config.checkpoint_activations));
   }
   if (config.kind == "charlm") {
     if (data.sequence_length <= 0) {
@@ -110,9 +111,14 @@ StatusOr<std::unique_ptr<Model>> BuildModel(const ModelConfig& config, const Dat
     options.d_model = config.d_model;
     options.heads = config.heads;
     options.layers = config.layers;
+    options.checkpoint_activations = config.checkpoint_activations;
     return Wrap(CharLm(options));
   }
   if (config.kind == "torchscript") {
+    if (config.checkpoint_activations) {
+      return Status::InvalidArgument(
+          "model.activation_checkpointing is for the built-in models, not \"torchscript\"");
+    }
     try {
       return std::unique_ptr<Model>(new ScriptModel(torch::jit::load(config.path)));
     } catch (const c10::Error& e) {

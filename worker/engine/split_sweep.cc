@@ -15,6 +15,30 @@ class StepCollector final : public EventSink {
   std::vector<StepReport> steps;
 };
 
+struct Cost {
+  double samples_per_second = 0;
+  int64_t peak_bytes = 0;
+};
+
+// Trains `windows` + 1 windows and measures all but the first.
+StatusOr<Cost> Measure(const TrainConfig& c, int64_t windows) {
+  TrainConfig run = c;
+  run.epochs = 0;
+  run.max_steps = windows + 1;
+  StepCollector sink;
+  if (Status s = Train(run, &sink); !s.ok()) return s;
+  Cost cost;
+  double seconds = 0;
+  int64_t samples = 0;
+  for (size_t i = 1; i < sink.steps.size(); ++i) {
+    seconds += sink.steps[i].step_seconds;
+    samples += sink.steps[i].samples;
+    cost.peak_bytes = std::max(cost.peak_bytes, sink.steps[i].tensor_peak_bytes);
+  }
+  cost.samples_per_second = seconds > 0 ? static_cast<double>(samples) / seconds : 0;
+  return cost;
+}
+
 }  // namespace
 
 std::vector<int64_t> DefaultSweep(int64_t per_rank_batch) {
@@ -44,21 +68,21 @@ StatusOr<std::vector<SplitMeasurement>> SweepSplits(const TrainConfig& config,
     c.auto_micro_batch = false;
     c.nominal_batch = 0;
     c.output_path.clear();
-    c.epochs = 0;
-    c.max_steps = windows + 1;
-    StepCollector sink;
-    if (Status s = Train(c, &sink); !s.ok()) return s;
     SplitMeasurement m;
     m.micro_batch = micro;
     m.accumulation_steps = c.accumulation_steps;
-    double seconds = 0;
-    int64_t samples = 0;
-    for (size_t i = 1; i < sink.steps.size(); ++i) {
-      seconds += sink.steps[i].step_seconds;
-      samples += sink.steps[i].samples;
-      m.peak_bytes = std::max(m.peak_bytes, sink.steps[i].tensor_peak_bytes);
+    c.model.checkpoint_activations = false;
+    StatusOr<Cost> plain = Measure(c, windows);
+    if (!plain.ok()) return plain.status();
+    m.samples_per_second = plain->samples_per_second;
+    m.peak_bytes = plain->peak_bytes;
+    if (c.model.kind != "torchscript") {
+      c.model.checkpoint_activations = true;
+      StatusOr<Cost> checkpointed = Measure(c, windows);
+      if (!checkpointed.ok()) return checkpointed.status();
+      m.checkpointed_samples_per_second = checkpointed->samples_per_second;
+      m.checkpointed_peak_bytes = checkpointed->peak_bytes;
     }
-    m.samples_per_second = seconds > 0 ? static_cast<double>(samples) / seconds : 0;
     out.push_back(m);
   }
   return out;

@@ -15,12 +15,17 @@ struct SplitMeasurement {
   int64_t accumulation_steps = 0;
   double samples_per_second = 0;  // over the measured windows
   int64_t peak_bytes = 0;         // the largest window peak
+  // The same with activation checkpointing (built-in models; 0: not
+  // measured), so the table shows what it saves and what it costs.
+  double checkpointed_samples_per_second = 0;
+  int64_t checkpointed_peak_bytes = 0;
 };
 
 // For each micro-batch in `micro_batches` (each must divide the per-rank
 // batch micro × accumulation of `config`), trains `windows` + 1 windows from
 // the job's start and measures all but the first (which pays one-time
-// costs). Runs on one rank.
+// costs), without and (for built-in models) with activation checkpointing.
+// Runs on one rank.
 StatusOr<std::vector<SplitMeasurement>> SweepSplits(const TrainConfig& config,
                                                     const std::vector<int64_t>& micro_batches,
                                                     int64_t windows);

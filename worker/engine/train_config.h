@@ -36,6 +36,8 @@ struct ModelConfig {
   int64_t d_model = 128;
   int64_t heads = 4;
   int64_t layers = 2;
+  // Recompute each block's activations in backward (built-in models).
+  bool checkpoint_activations = false;
 };
 
 struct DataConfig {

@@ -37,7 +37,8 @@ int ProbeDevices() {
 }  // namespace
 
 // `--sweep`: the job's first windows under each usual split, one line each:
-// "sweep <micro> <accumulation> <samples per second> <peak bytes>".
+// "sweep <micro> <accumulation> <samples per second> <peak bytes>
+// <checkpointed samples per second> <checkpointed peak bytes>".
 int Sweep(const accumulus::v1::TrainerTask& task) {
   auto config = accumulus::trainer::ToTrainConfig(task);
   if (!config.ok()) {
@@ -57,9 +58,10 @@ int Sweep(const accumulus::v1::TrainerTask& task) {
     return 1;
   }
   for (const auto& r : *rows) {
-    std::printf("sweep %lld %lld %.1f %lld\n", static_cast<long long>(r.micro_batch),
+    std::printf("sweep %lld %lld %.1f %lld %.1f %lld\n", static_cast<long long>(r.micro_batch),
                 static_cast<long long>(r.accumulation_steps), r.samples_per_second,
-                static_cast<long long>(r.peak_bytes));
+                static_cast<long long>(r.peak_bytes), r.checkpointed_samples_per_second,
+                static_cast<long long>(r.checkpointed_peak_bytes));
   }
   return 0;
 }

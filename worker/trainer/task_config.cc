@@ -20,6 +20,7 @@ StatusOr<engine::TrainConfig> ToTrainConfig(const v1::TrainerTask& task) {
   c.model.d_model = spec.model().d_model();
   c.model.heads = spec.model().heads();
   c.model.layers = spec.model().layers();
+  c.model.checkpoint_activations = spec.model().activation_checkpointing();
   c.data.kind = spec.data().kind();
   c.data.task = spec.data().task();
   c.data.samples = spec.data().samples();
