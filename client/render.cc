@@ -37,13 +37,27 @@ std::string BatchText(const v1::BatchPlan& b) {
 
 // Data-parallel steps: each rank's all-reduce work, e.g.
 // "  ranks: 0@w1 2 all-reduces 1.2 MiB 3.1 ms, 1@w2 2 all-reduces 1.2 MiB 2.9 ms".
+// Tensors held at the window's end and at its peak, the process's RSS, and on
+// CUDA what the caching allocator reserved and how often it had to retry.
+std::string MemoryText(const v1::StepMetrics& m) {
+  std::string out = "tensors " + HumanBytes(m.tensor_bytes()) + " (peak " +
+                    HumanBytes(m.tensor_peak_bytes()) + ")  rss " +
+                    HumanBytes(m.process_rss_bytes());
+  if (m.allocator_reserved_bytes() > 0)
+    out += "  reserved " + HumanBytes(m.allocator_reserved_bytes());
+  if (m.allocator_retries() > 0)
+    out += "  " + std::to_string(m.allocator_retries()) + " alloc retries";
+  return out;
+}
+
 std::string RanksText(const v1::StepMetrics& m) {
   if (m.ranks_size() == 0) return "";
   std::string out = "  ranks:";
   for (const auto& r : m.ranks()) {
     out += " " + std::to_string(r.rank()) + "@" + r.worker_id() + " " +
            std::to_string(r.allreduce_calls()) + " all-reduces " + HumanBytes(r.allreduce_bytes()) +
-           " " + Format("%.1f ms", r.comm_seconds() * 1000) + ",";
+           " " + Format("%.1f ms", r.comm_seconds() * 1000) + " peak " +
+           HumanBytes(r.tensor_peak_bytes()) + ",";
   }
   out.pop_back();
   return out;
@@ -121,8 +135,8 @@ std::string JobDetails(const v1::Job& j) {
     const v1::StepMetrics& m = j.last_step();
     out << "last step:    loss " << Format("%.6f", m.loss()) << ", grad norm "
         << Format("%.4g", m.grad_norm()) << ", " << HumanRate(m.samples_per_second())
-        << " samples/s, peak tensors " << HumanBytes(m.tensor_peak_bytes()) << ", process RSS "
-        << HumanBytes(m.process_rss_bytes()) << "\n";
+        << " samples/s\n"
+        << "memory:       " << MemoryText(m) << "\n";
   }
   return out.str();
 }
@@ -154,8 +168,7 @@ std::string EventLine(const v1::JobEvent& e) {
                                                        : "") +
            "  window " + std::to_string(m.microbatches()) + "×micro, " +
            std::to_string(m.samples()) + "/" + std::to_string(m.effective_batch()) + " samples  " +
-           HumanRate(m.samples_per_second()) + " samples/s  peak " +
-           HumanBytes(m.tensor_peak_bytes()) + RanksText(m);
+           HumanRate(m.samples_per_second()) + " samples/s  " + MemoryText(m) + RanksText(m);
   }
   if (e.has_state()) {
     return "state " + StateName(e.state().state()) +

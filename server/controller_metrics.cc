@@ -17,18 +17,32 @@ ControllerMetrics::ControllerMetrics(metrics::Registry* r)
       events_total(
           r->AddCounter("accumulus_job_events_total", "Job events recorded.")->WithLabels({})),
       watchers(r->AddGauge("accumulus_watchers", "Open WatchJob streams.")->WithLabels({})),
-      job_steps(r->AddCounter("accumulus_job_steps_total", "Optimizer steps taken.", {"job"})),
-      job_loss(r->AddGauge("accumulus_job_loss", "Mean loss of the latest window.", {"job"})),
+      job_steps(r->AddCounter("accumulus_job_steps_total", "Optimizer steps taken.", {"job_id"})),
+      job_loss(r->AddGauge("accumulus_job_loss", "Mean loss of the latest window.", {"job_id"})),
       job_samples_per_second(r->AddGauge("accumulus_job_samples_per_second",
-                                         "Throughput of the latest window.", {"job"})),
+                                         "Throughput of the latest window.", {"job_id"})),
       job_effective_batch(r->AddGauge("accumulus_job_effective_batch",
-                                      "micro_batch x accumulation_steps x devices.", {"job"})),
+                                      "micro_batch x accumulation_steps x devices.", {"job_id"})),
+      job_tensor_bytes(r->AddGauge("accumulus_job_tensor_bytes",
+                                   "Tensor bytes held at the end of the latest window.",
+                                   {"job_id", "rank"})),
       job_tensor_peak_bytes(r->AddGauge("accumulus_job_tensor_peak_bytes",
-                                        "Peak tensor bytes within the latest window.", {"job"})),
+                                        "Peak tensor bytes within the latest window.",
+                                        {"job_id", "rank"})),
       job_process_rss_bytes(r->AddGauge("accumulus_job_process_rss_bytes",
-                                        "Resident memory of rank 0's trainer process.", {"job"})),
+                                        "Resident memory of the rank's trainer process.",
+                                        {"job_id", "rank"})),
+      job_allocator_reserved_bytes(
+          r->AddGauge("accumulus_job_allocator_reserved_bytes",
+                      "CUDA caching allocator: bytes reserved from the device (0 on CPU).",
+                      {"job_id", "rank"})),
+      job_allocator_retries(r->AddGauge(
+          "accumulus_job_allocator_retries",
+          "CUDA caching allocator: allocations retried after freeing its cache, since the "
+          "rank started (0 on CPU).",
+          {"job_id", "rank"})),
       job_step_seconds(
           r->AddHistogram("accumulus_job_step_seconds", "Wall time of one optimizer step (window).",
-                          {0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 60}, {"job"})) {}
+                          {0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 60}, {"job_id"})) {}
 
 }  // namespace accumulus::server

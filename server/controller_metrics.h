@@ -16,13 +16,18 @@ struct ControllerMetrics {
   metrics::Gauge* device_slots_free;
   metrics::Counter* events_total;
   metrics::Gauge* watchers;
-  // Per running job (label: job); removed when the job ends.
+  // Per running job (label job_id: Prometheus reserves `job` for the scrape
+  // target); removed when the job ends.
   metrics::Family<metrics::Counter>* job_steps;
   metrics::Family<metrics::Gauge>* job_loss;
   metrics::Family<metrics::Gauge>* job_samples_per_second;
   metrics::Family<metrics::Gauge>* job_effective_batch;
+  // Memory per job and rank (labels job_id, rank).
+  metrics::Family<metrics::Gauge>* job_tensor_bytes;
   metrics::Family<metrics::Gauge>* job_tensor_peak_bytes;
   metrics::Family<metrics::Gauge>* job_process_rss_bytes;
+  metrics::Family<metrics::Gauge>* job_allocator_reserved_bytes;
+  metrics::Family<metrics::Gauge>* job_allocator_retries;
   metrics::Family<metrics::Histogram>* job_step_seconds;
 };
 

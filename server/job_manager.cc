@@ -287,8 +287,14 @@ void JobManager::SetStateLocked(JobRecord* record, v1::JobState state, const std
     metrics_->job_loss->Remove(labels);
     metrics_->job_samples_per_second->Remove(labels);
     metrics_->job_effective_batch->Remove(labels);
-    metrics_->job_tensor_peak_bytes->Remove(labels);
-    metrics_->job_process_rss_bytes->Remove(labels);
+    for (int32_t rank = 0; rank < std::max(1, job.batch().devices()); ++rank) {
+      const std::vector<std::string> rank_labels{job.id(), std::to_string(rank)};
+      for (auto* family : {metrics_->job_tensor_bytes, metrics_->job_tensor_peak_bytes,
+                           metrics_->job_process_rss_bytes, metrics_->job_allocator_reserved_bytes,
+                           metrics_->job_allocator_retries}) {
+        family->Remove(rank_labels);
+      }
+    }
     metrics_->job_step_seconds->Remove(labels);
     spdlog::info("job {} {}{}{}", job.id(), StateLabel(state), reason.empty() ? "" : ": ", reason);
   }
@@ -450,6 +456,9 @@ void JobManager::MergeStepLocked(JobRecord* record, const std::string& worker_id
     rank->set_step_seconds(r.step_seconds());
     rank->set_tensor_bytes(r.tensor_bytes());
     rank->set_tensor_peak_bytes(r.tensor_peak_bytes());
+    rank->set_process_rss_bytes(r.process_rss_bytes());
+    rank->set_allocator_reserved_bytes(r.allocator_reserved_bytes());
+    rank->set_allocator_retries(r.allocator_retries());
   }
   record->pending_steps.erase(step);
   *event.mutable_step() = std::move(merged);
@@ -465,14 +474,34 @@ void JobManager::RecordStepLocked(JobRecord* record, v1::JobEvent event) {
   metrics_->job_loss->WithLabels({id})->Set(step.loss());
   metrics_->job_samples_per_second->WithLabels({id})->Set(step.samples_per_second());
   metrics_->job_effective_batch->WithLabels({id})->Set(static_cast<double>(step.effective_batch()));
-  metrics_->job_tensor_peak_bytes->WithLabels({id})->Set(
-      static_cast<double>(step.tensor_peak_bytes()));
-  metrics_->job_process_rss_bytes->WithLabels({id})->Set(
-      static_cast<double>(step.process_rss_bytes()));
+  if (step.ranks_size() == 0) {
+    v1::RankStepMetrics only;
+    only.set_tensor_bytes(step.tensor_bytes());
+    only.set_tensor_peak_bytes(step.tensor_peak_bytes());
+    only.set_process_rss_bytes(step.process_rss_bytes());
+    only.set_allocator_reserved_bytes(step.allocator_reserved_bytes());
+    only.set_allocator_retries(step.allocator_retries());
+    RecordRankMemoryLocked(id, only);
+  }
+  for (const v1::RankStepMetrics& rank : step.ranks()) RecordRankMemoryLocked(id, rank);
   metrics_->job_step_seconds->WithLabels({id})->Observe(step.step_seconds());
   event.clear_sequence();
   record->log->Append(std::move(event), /*closes=*/false);
   metrics_->events_total->Increment();
+}
+
+void JobManager::RecordRankMemoryLocked(const std::string& job_id,
+                                        const v1::RankStepMetrics& rank) {
+  const std::vector<std::string> labels{job_id, std::to_string(rank.rank())};
+  metrics_->job_tensor_bytes->WithLabels(labels)->Set(static_cast<double>(rank.tensor_bytes()));
+  metrics_->job_tensor_peak_bytes->WithLabels(labels)->Set(
+      static_cast<double>(rank.tensor_peak_bytes()));
+  metrics_->job_process_rss_bytes->WithLabels(labels)->Set(
+      static_cast<double>(rank.process_rss_bytes()));
+  metrics_->job_allocator_reserved_bytes->WithLabels(labels)->Set(
+      static_cast<double>(rank.allocator_reserved_bytes()));
+  metrics_->job_allocator_retries->WithLabels(labels)->Set(
+      static_cast<double>(rank.allocator_retries()));
 }
 
 void JobManager::UpdateGaugesLocked() {

@@ -98,6 +98,7 @@ class JobManager {
   void ScheduleLocked(Touched* touched);
   void MergeStepLocked(JobRecord* record, const std::string& worker_id, v1::JobEvent event);
   void RecordStepLocked(JobRecord* record, v1::JobEvent event);
+  void RecordRankMemoryLocked(const std::string& job_id, const v1::RankStepMetrics& rank);
   void UpdateGaugesLocked();
   static void NotifyAll(const Touched& touched);
 

@@ -94,9 +94,14 @@ std::string EscapeLabelValue(const std::string& value) {
 std::string FormatValue(double value) {
   if (std::isnan(value)) return "NaN";
   if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";
-  // The shortest form that reads back as the same double (0.1, not
-  // 0.10000000000000001).
   char buffer[32];
+  // Whole numbers (counts, bytes) in full: 1000, not 1e+03.
+  if (value == std::trunc(value) && std::fabs(value) < 9007199254740992.0) {
+    std::snprintf(buffer, sizeof buffer, "%.0f", value);
+    return buffer;
+  }
+  // Otherwise the shortest form that reads back as the same double (0.1,
+  // not 0.10000000000000001).
   for (int precision = 1; precision <= 17; ++precision) {
     std::snprintf(buffer, sizeof buffer, "%.*g", precision, value);
     if (std::strtod(buffer, nullptr) == value) break;

@@ -242,6 +242,7 @@ TEST_F(JobManagerTest, MergesTheRanksStepReportsIntoOneEvent) {
     step->set_rank(rank);
     step->set_loss(0.5);
     step->set_comm_seconds(comm);
+    step->set_tensor_peak_bytes(1000 + rank);
     jobs_.RecordEvents(worker, events);
   };
   const int64_t before = (*jobs_.Events(id))->last_sequence();
@@ -256,6 +257,23 @@ TEST_F(JobManagerTest, MergesTheRanksStepReportsIntoOneEvent) {
   EXPECT_EQ(merged.step().ranks(1).worker_id(), "w2");
   EXPECT_DOUBLE_EQ(merged.step().ranks(1).comm_seconds(), 0.2);
   EXPECT_EQ(merged.step().rank(), 0);
+  EXPECT_EQ(merged.step().ranks(1).tensor_peak_bytes(), 1001);
+  // Memory is exported per rank.
+  const std::string exposition = registry_.Render();
+  EXPECT_NE(
+      exposition.find("accumulus_job_tensor_peak_bytes{job_id=\"" + id + "\",rank=\"0\"} 1000"),
+      std::string::npos)
+      << exposition;
+  EXPECT_NE(
+      exposition.find("accumulus_job_tensor_peak_bytes{job_id=\"" + id + "\",rank=\"1\"} 1001"),
+      std::string::npos);
+  v1::AssignmentStatus failed;
+  failed.set_job_id(id);
+  failed.set_state(v1::JOB_STATE_FAILED);
+  failed.set_reason("rank 1 on worker w2: killed by signal 9");
+  jobs_.RecordStatus("w2", failed);
+  EXPECT_EQ(registry_.Render().find("job_id=\"" + id + "\""), std::string::npos)
+      << "a job's series end with it";
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <thread>
 #include <vector>
 
@@ -36,6 +37,16 @@ TEST(Registry, RendersCumulativeHistogramBuckets) {
             "accumulus_test_seconds_bucket{le=\"+Inf\"} 4\n"
             "accumulus_test_seconds_sum 2.65\n"
             "accumulus_test_seconds_count 4\n");
+}
+
+TEST(Registry, FormatsValuesShortestAndWholeNumbersInFull) {
+  EXPECT_EQ(FormatValue(1000), "1000");
+  EXPECT_EQ(FormatValue(2147483648.0), "2147483648");
+  EXPECT_EQ(FormatValue(-3), "-3");
+  EXPECT_EQ(FormatValue(0.1), "0.1");
+  EXPECT_EQ(FormatValue(1e300), "1e+300");
+  EXPECT_EQ(FormatValue(0.30000000000000004), "0.30000000000000004");
+  EXPECT_EQ(FormatValue(std::nan("")), "NaN");
 }
 
 TEST(Registry, EscapesLabelValues) { EXPECT_EQ(EscapeLabelValue("a\"b\\c\nd"), "a\\\"b\\\\c\\nd"); }

@@ -126,7 +126,8 @@ class Recompute : public torch::autograd::Function<Recompute> {
     variable_list out;
     size_t next = 0;
     out.push_back(x.requires_grad() ? grads[next++] : torch::Tensor());
-    for (const auto& p : parameters) out.push_back(p.requires_grad() ? grads[next++] : torch::Tensor());
+    for (const auto& p : parameters)
+      out.push_back(p.requires_grad() ? grads[next++] : torch::Tensor());
     out.push_back(torch::Tensor());
     return out;
   }

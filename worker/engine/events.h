@@ -49,6 +49,10 @@ struct StepReport {
   int64_t tensor_bytes = 0;
   int64_t tensor_peak_bytes = 0;
   int64_t process_rss_bytes = 0;
+  // CUDA caching allocator: bytes reserved from the device, retried
+  // allocations so far (0 on CPU).
+  int64_t allocator_reserved_bytes = 0;
+  int64_t allocator_retries = 0;
   int64_t steps_total = 0;
   // This rank's gradient synchronization in this window.
   int64_t allreduce_calls = 0;

@@ -33,13 +33,16 @@ class CudaMemoryMeter final : public MemoryMeter {
   int64_t peak_bytes() const override { return Stat().peak; }
   void ResetPeak() override { c10::cuda::CUDACachingAllocator::resetPeakStats(device_); }
   void set_limit_bytes(int64_t) override {}
+  int64_t reserved_bytes() const override { return Stats().reserved_bytes[kAggregate].current; }
+  int64_t allocation_retries() const override { return Stats().num_alloc_retries; }
 
  private:
-  c10::cuda::CUDACachingAllocator::Stat Stat() const {
-    using c10::cuda::CUDACachingAllocator::StatType;
-    return c10::cuda::CUDACachingAllocator::getDeviceStats(device_)
-        .allocated_bytes[static_cast<size_t>(StatType::AGGREGATE)];
+  static constexpr size_t kAggregate =
+      static_cast<size_t>(c10::cuda::CUDACachingAllocator::StatType::AGGREGATE);
+  c10::cuda::CUDACachingAllocator::DeviceStats Stats() const {
+    return c10::cuda::CUDACachingAllocator::getDeviceStats(device_);
   }
+  c10::cuda::CUDACachingAllocator::Stat Stat() const { return Stats().allocated_bytes[kAggregate]; }
   int device_;
 };
 #endif

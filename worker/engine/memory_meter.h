@@ -1,6 +1,7 @@
 // Tensor memory of the device a rank trains on: bytes held now and the peak
 // since the last ResetPeak. CPU: the counting allocator; CUDA: the caching
-// allocator's statistics (torch.cuda.memory_allocated / max_memory_allocated).
+// allocator's statistics (torch.cuda.memory_allocated / max_memory_allocated,
+// memory_reserved, and its allocation retries).
 #pragma once
 
 #include <torch/types.h>
@@ -19,6 +20,10 @@ class MemoryMeter {
   virtual int64_t peak_bytes() const = 0;
   // Starts a new peak from the current level (called at each window start).
   virtual void ResetPeak() = 0;
+  // CUDA: what the caching allocator holds from the device and how many
+  // allocations it retried after emptying its cache. CPU: 0 (nothing cached).
+  virtual int64_t reserved_bytes() const { return 0; }
+  virtual int64_t allocation_retries() const { return 0; }
   // Makes allocations beyond `bytes` fail with c10::OutOfMemoryError (0: no
   // limit). CPU: enforced by the counting allocator. CUDA: the device's own
   // memory is the limit; a smaller budget is not enforced.

@@ -151,6 +151,8 @@ StepReport ReportOf(const Window& w, const WindowResult& result, double lr, doub
   report.tensor_bytes = memory.current_bytes();
   report.tensor_peak_bytes = memory.peak_bytes();
   report.process_rss_bytes = ProcessRssBytes();
+  report.allocator_reserved_bytes = memory.reserved_bytes();
+  report.allocator_retries = memory.allocation_retries();
   report.steps_total = steps_total;
   report.allreduce_calls = result.sync.allreduce_calls;
   report.allreduce_bytes = result.sync.bytes;

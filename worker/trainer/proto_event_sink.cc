@@ -58,6 +58,8 @@ void ProtoEventSink::OnStep(const engine::StepReport& r) {
   s->set_tensor_bytes(r.tensor_bytes);
   s->set_tensor_peak_bytes(r.tensor_peak_bytes);
   s->set_process_rss_bytes(r.process_rss_bytes);
+  s->set_allocator_reserved_bytes(r.allocator_reserved_bytes);
+  s->set_allocator_retries(r.allocator_retries);
   s->set_rank(runtime_.rank());
   s->set_steps_total(r.steps_total);
   s->set_allreduce_calls(r.allreduce_calls);
