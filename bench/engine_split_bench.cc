@@ -1,10 +1,17 @@
 // Samples/s and peak tensor memory of one accumulation window of the engine,
-// for the same global batch split into different micro-batch sizes: what a
-// smaller micro-batch costs in speed, and what it saves in memory.
+// for one global batch of 256 split into different micro-batch sizes, on the
+// three built-in models, with and without activation checkpointing: what a
+// smaller micro-batch costs in speed and saves in memory.
 #include <benchmark/benchmark.h>
 #include <torch/torch.h>
 
-#include "worker/engine/mlp.h"
+#include <algorithm>
+#include <string>
+#include <thread>
+
+#include "worker/engine/dataset.h"
+#include "worker/engine/loss.h"
+#include "worker/engine/model_factory.h"
 #include "worker/engine/thread_setup.h"
 #include "worker/engine/tracking_allocator.h"
 #include "worker/engine/window_accumulator.h"
@@ -14,27 +21,59 @@ namespace {
 
 constexpr int64_t kGlobalBatch = 256;
 
-// The mlp of the benchmark issue: 784-1024-1024-10 with SGD + momentum.
-void BM_MlpWindow(benchmark::State& state) {
+// The models of the benchmark issue.
+TrainConfig ModelUnderTest(const std::string& kind) {
+  TrainConfig c;
+  c.model.kind = kind;
+  c.data.samples = kGlobalBatch;
+  c.data.seed = 1;
+  if (kind == "mlp") {  // 784-1024-1024-10
+    c.model.hidden = {1024, 1024};
+    c.data.features = 784;
+    c.data.outputs = 10;
+  } else if (kind == "cnn") {  // two conv + BatchNorm blocks on 3×32×32
+    c.model.hidden = {16, 32};
+    c.data.task = "image_classification";
+    c.data.channels = 3;
+    c.data.image_size = 32;
+    c.data.outputs = 10;
+  } else {  // charlm: 2 layers, d_model 128, 4 heads, sequences of 128
+    c.model.d_model = 128;
+    c.model.heads = 4;
+    c.model.layers = 2;
+    c.data.task = "language_modeling";
+    c.data.sequence_length = 128;
+    c.data.min_sequence_length = 128;
+  }
+  return c;
+}
+
+// One window of micro × (256 / micro), SGD with momentum, exact
+// normalization: the engine's own window loop.
+void BM_Window(benchmark::State& state, const std::string& kind) {
   const int64_t micro = state.range(0);
+  const bool checkpoint = state.range(1) != 0;
   const int64_t accumulation = kGlobalBatch / micro;
   TrackingCpuAllocator* memory = TrackingCpuAllocator::Install();
+  TrainConfig c = ModelUnderTest(kind);
+  c.model.checkpoint_activations = checkpoint;
+  std::unique_ptr<Dataset> data = *MakeDataset(c.data);
   torch::manual_seed(0);
-  Mlp model(784, std::vector<int64_t>{1024, 1024}, 10);
-  torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
-  const torch::Tensor x = torch::randn({kGlobalBatch, 784});
-  const torch::Tensor y = torch::randint(0, 10, {kGlobalBatch});
+  std::unique_ptr<Model> model = *BuildModel(c.model, data->shape());
+  torch::optim::SGD optimizer(model->Parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
+  std::vector<Batch> micro_batches;
+  for (int64_t b = 0; b < kGlobalBatch; b += micro) {
+    micro_batches.push_back(data->Gather(torch::arange(b, b + micro)));
+  }
   WindowAccumulator window(
-      model->parameters(), [&](const torch::Tensor& in) { return model(in); },
-      LossKind::kCrossEntropy, Normalization::kExact, accumulation, 0);
+      model->Parameters(), [&](const torch::Tensor& in) { return model->Forward(in); },
+      LossOf(c.model.loss, c.data.task), Normalization::kExact, accumulation, 0);
 
   auto run_window = [&] {
-    for (int64_t b = 0; b < kGlobalBatch; b += micro) {
-      window.AddMicroBatch({x.slice(0, b, b + micro), y.slice(0, b, b + micro)});
-    }
+    for (const Batch& b : micro_batches) window.AddMicroBatch(b);
     window.FinishWindow();
     optimizer.step();
-    model->zero_grad(/*set_to_none=*/true);
+    model->ZeroGrad();
   };
   run_window();  // creates the optimizer state, which then persists
 
@@ -51,15 +90,33 @@ void BM_MlpWindow(benchmark::State& state) {
   state.counters["accumulation"] = static_cast<double>(accumulation);
   state.counters["window_peak_bytes"] = static_cast<double>(peak);
 }
-BENCHMARK(BM_MlpWindow)->ArgName("micro")->Arg(256)->Arg(64)->Arg(16)->Arg(4)->UseRealTime();
+
+void Splits(benchmark::internal::Benchmark* b, bool with_checkpointing) {
+  b->ArgNames({"micro", "checkpoint"})->UseRealTime()->Unit(benchmark::kMillisecond);
+  for (int checkpoint : {0, 1}) {
+    if (checkpoint == 1 && !with_checkpointing) continue;
+    for (int64_t micro : {256, 64, 16, 4}) b->Args({micro, checkpoint});
+  }
+}
+
+// An mlp's checkpoint keeps what its blocks keep anyway (docs/accumulation.md):
+// measured without it.
+BENCHMARK_CAPTURE(BM_Window, mlp, std::string("mlp"))->Apply([](auto* b) { Splits(b, false); });
+BENCHMARK_CAPTURE(BM_Window, cnn, std::string("cnn"))->Apply([](auto* b) { Splits(b, true); });
+BENCHMARK_CAPTURE(BM_Window, charlm, std::string("charlm"))->Apply([](auto* b) {
+  Splits(b, true);
+});
 
 }  // namespace
 }  // namespace accumulus::engine
 
 int main(int argc, char** argv) {
-  // The trainer's own configuration: LibTorch threads on the cores, one BLAS
-  // thread (PLATFORM.md: oversubscription halves throughput).
-  const auto threads = accumulus::engine::ConfigureThreads(0, 1);
+  // The trainer's own configuration: LibTorch threads on every core (what a
+  // worker gives a one-slot trainer; LibTorch's own default counts physical
+  // cores only), one BLAS thread (PLATFORM.md: oversubscription halves
+  // throughput).
+  const auto threads = accumulus::engine::ConfigureThreads(
+      static_cast<int>(std::max(1u, std::thread::hardware_concurrency())), 1);
   benchmark::AddCustomContext("intra_op_threads", std::to_string(threads.intra_op_threads));
   benchmark::AddCustomContext("blas_threads", std::to_string(threads.blas_threads));
   benchmark::AddCustomContext("blas", threads.blas);

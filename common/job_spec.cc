@@ -232,6 +232,8 @@ StatusOr<v1::JobSpec> NormalizeJobSpec(const v1::JobSpec& input) {
       NotNegative("threads.blas", spec.threads().blas()),
       NotNegative("collective_timeout_seconds", spec.collective_timeout_seconds()),
       NotNegative("bucket_megabytes", spec.bucket_megabytes()),
+      NotNegative("checkpoint.every_steps", static_cast<double>(spec.checkpoint().every_steps())),
+      NotNegative("checkpoint.keep", static_cast<double>(spec.checkpoint().keep())),
       OneOf("partial_window", spec.partial_window(), {"normalize", "drop", "carry"}),
       OneOf("lr_schedule.kind", spec.lr_schedule().kind(), {"constant", "cosine", "linear"}),
       NotNegative("lr_schedule.warmup_steps",
@@ -252,6 +254,12 @@ StatusOr<v1::JobSpec> NormalizeJobSpec(const v1::JobSpec& input) {
   if (spec.precision() == "fp16" && spec.loss_scaling() != "dynamic") {
     return Status::InvalidArgument("precision \"fp16\" needs loss_scaling \"dynamic\" (got \"" +
                                    spec.loss_scaling() + "\")");
+  }
+  if (spec.checkpoint().dir().empty() &&
+      (spec.checkpoint().every_steps() != 0 || spec.checkpoint().keep() != 0)) {
+    return Status::InvalidArgument("checkpoint.every_steps " +
+                                   std::to_string(spec.checkpoint().every_steps()) +
+                                   " needs checkpoint.dir (where to write them)");
   }
   if (spec.lr_scaling() == "linear" && spec.base_batch() == 0) {
     return Status::InvalidArgument(

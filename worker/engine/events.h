@@ -30,6 +30,9 @@ struct RunReport {
   double lr_last = 0;
   // Accumulation of the first steps while it ramps (empty when constant).
   std::vector<int64_t> accumulation_ramp;
+  // Resumed from a checkpoint taken after this step (0: a fresh start); the
+  // first StepReport is then step resumed_from_step + 1.
+  int64_t resumed_from_step = 0;
 };
 
 // One optimizer step (one accumulation window).

@@ -32,6 +32,19 @@ class LossScaler {
 
   int64_t skipped_windows() const { return skipped_; }
 
+  // What a checkpoint keeps, so a resumed run scales as it would have.
+  struct State {
+    double scale = 0;
+    int64_t good_windows = 0;
+    int64_t skipped = 0;
+  };
+  State state() const { return {scale_, good_windows_, skipped_}; }
+  void Restore(const State& s) {
+    scale_ = s.scale;
+    good_windows_ = s.good_windows;
+    skipped_ = s.skipped;
+  }
+
  private:
   const LossScalerConfig config_;
   double scale_;

@@ -17,6 +17,7 @@ class NnModel final : public Model {
   explicit NnModel(Holder module) : module_(std::move(module)) {}
   torch::Tensor Forward(const torch::Tensor& inputs) override { return module_->forward(inputs); }
   std::vector<torch::Tensor> Parameters() const override { return module_->parameters(); }
+  std::vector<torch::Tensor> Buffers() const override { return module_->buffers(); }
   void To(const torch::Device& device) override { module_->to(device); }
   bool HasBatchNorm() const override {
     for (const auto& m : module_->modules()) {
@@ -43,6 +44,11 @@ class ScriptModel final : public Model {
   std::vector<torch::Tensor> Parameters() const override {
     std::vector<torch::Tensor> out;
     for (const auto& p : module_.parameters()) out.push_back(p);
+    return out;
+  }
+  std::vector<torch::Tensor> Buffers() const override {
+    std::vector<torch::Tensor> out;
+    for (const auto& b : module_.buffers()) out.push_back(b);
     return out;
   }
   void To(const torch::Device& device) override { module_.to(device); }

@@ -21,6 +21,8 @@ class Model {
   virtual torch::Tensor Forward(const torch::Tensor& inputs) = 0;
   // The trainable parameters, in a stable order.
   virtual std::vector<torch::Tensor> Parameters() const = 0;
+  // The non-trainable state (BatchNorm running statistics), in a stable order.
+  virtual std::vector<torch::Tensor> Buffers() const = 0;
   virtual void To(const torch::Device& device) = 0;
   // True when the model normalizes with batch statistics (BatchNorm), which
   // come from one micro-batch, not from the whole window.

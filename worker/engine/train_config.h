@@ -123,6 +123,15 @@ struct TrainConfig {
   // Rank 0 writes the final parameters here (empty: nowhere).
   std::string output_path;
 
+  // Checkpoints (empty dir: none). Rank 0 writes one every
+  // checkpoint_every_steps optimizer steps (0: only when stopped) and when a
+  // stop is requested, keeping the newest checkpoint_keep. A run whose dir
+  // holds a checkpoint of the same run resumes from the newest readable one;
+  // every rank must see the dir (shared storage across machines).
+  std::string checkpoint_dir;
+  int64_t checkpoint_every_steps = 0;
+  int64_t checkpoint_keep = 3;
+
   // Data-parallel jobs (world_size > 1): rendezvous at rank 0's store, this
   // rank's address for collectives, and the all-reduce's settings.
   std::string rendezvous_host;

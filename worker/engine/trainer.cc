@@ -8,6 +8,7 @@
 
 #include "common/batch_arithmetic.h"
 #include "common/window_schedule.h"
+#include "worker/engine/checkpoint.h"
 #include "worker/engine/dataset.h"
 #include "worker/engine/memory_meter.h"
 #include "worker/engine/micro_batch_probe.h"
@@ -132,6 +133,42 @@ StatusOr<std::unique_ptr<GradientSync>> ConnectRanks(const TrainConfig& config,
   return sync;
 }
 
+// The state to resume from: the newest readable checkpoint of this run in
+// config.checkpoint_dir, restored into model and optimizer (step 0: a fresh
+// start). Every rank must find the same one.
+StatusOr<TrainingState> ResumeFrom(const TrainConfig& config, const RunIdentity& identity,
+                                   Model& model, torch::optim::Optimizer& optimizer,
+                                   GradientSync* sync, EventSink* sink,
+                                   std::unique_ptr<CheckpointStore>* store) {
+  TrainingState state;
+  if (!config.checkpoint_dir.empty()) {
+    *store = std::make_unique<CheckpointStore>(config.checkpoint_dir, config.checkpoint_keep);
+    std::vector<std::string> passed_over;
+    StatusOr<TrainingState> loaded = (*store)->LoadLatest(identity, model, optimizer, &passed_over);
+    for (const std::string& why : passed_over) {
+      sink->OnLog(LogLevel::kWarning, "checkpoint passed over: " + why);
+    }
+    if (loaded.ok()) {
+      state = *loaded;
+      sink->OnLog(LogLevel::kInfo, "resuming after step " + std::to_string(state.step) +
+                                       " from a checkpoint in " + config.checkpoint_dir);
+    } else if (loaded.status().code() != StatusCode::kNotFound) {
+      return loaded.status();
+    }
+  }
+  if (sync != nullptr) {
+    const int64_t lowest = sync->MinAcrossRanks(state.step);
+    const int64_t highest = -sync->MinAcrossRanks(-state.step);
+    if (lowest != highest) {
+      return Status::FailedPrecondition(
+          "the ranks found different checkpoints (after steps " + std::to_string(lowest) + " to " +
+          std::to_string(highest) + ") in checkpoint dir " + config.checkpoint_dir +
+          ": every rank must see the same directory (shared storage when ranks span machines)");
+    }
+  }
+  return state;
+}
+
 // One StepReport from a finished window.
 StepReport ReportOf(const Window& w, const WindowResult& result, double lr, double seconds,
                     const MemoryMeter& memory, int64_t steps_total, int64_t skipped_steps) {
@@ -205,11 +242,26 @@ Status TrainOrThrow(const TrainConfig& config, EventSink* sink, const TrainOptio
   }
 
   const int64_t samples = data.size();
+  const RunIdentity identity{
+      config.seed,
+      config.global_batch > 0 ? config.global_batch
+                              : config.micro_batch * config.accumulation_steps * config.world_size,
+      samples, model.CountParameters()};
+  std::unique_ptr<CheckpointStore> checkpoints;
+  StatusOr<TrainingState> resumed =
+      ResumeFrom(config, identity, model, **optimizer, sync.get(), sink, &checkpoints);
+  if (!resumed.ok()) return resumed.status();
+  if (scaler && resumed->has_loss_scaler) scaler->Restore(resumed->loss_scaler);
+  // Where this run left off on as many ranks, its split carries on (with any
+  // out-of-memory reduction); on another device count the plan's split holds.
+  const bool same_split = resumed->step > 0 && resumed->world_size == config.world_size;
+
   // The split: given, or (micro_batch: auto) measured against the budget.
-  int64_t micro = config.micro_batch;
-  int64_t accumulation = config.accumulation_steps;
+  int64_t micro = same_split ? resumed->micro_batch : config.micro_batch;
+  int64_t accumulation =
+      same_split ? identity.global_batch / config.world_size / micro : config.accumulation_steps;
   std::vector<MicroBatchProbe> probe_table;
-  if (config.auto_micro_batch) {
+  if (config.auto_micro_batch && !same_split) {
     ProbeRequest probe;
     probe.model = &model;
     probe.loss = loss;
@@ -249,6 +301,7 @@ Status TrainOrThrow(const TrainConfig& config, EventSink* sink, const TrainOptio
   RunReport run;
   run.micro_batch = micro;
   run.accumulation_steps = accumulation;
+  run.resumed_from_step = resumed->step;
   run.probe = probe_table;
   run.device = config.device;
   run.parameters = model.CountParameters();
@@ -274,10 +327,41 @@ Status TrainOrThrow(const TrainConfig& config, EventSink* sink, const TrainOptio
   SampleStream stream(samples, config.seed);
   // Optimizer steps actually applied: the LR schedule advances with these,
   // not with windows skipped on a loss-scale overflow.
-  int64_t applied = 0;
+  int64_t applied = resumed->applied_steps;
   Window w;
+  // The windows before the checkpoint: the schedule depends only on the
+  // global batch and the seed, so they are the ones that were trained.
+  for (int64_t s = 0; s < resumed->step && schedule.Next(&w); ++s) {
+  }
+  int64_t checkpointed = resumed->step;
+  // Rank 0 writes the state after `step` (the others hold the same).
+  auto checkpoint = [&](int64_t step) -> Status {
+    if (!checkpoints || config.rank != 0 || step <= checkpointed) return Status::Ok();
+    TrainingState state;
+    state.identity = identity;
+    state.step = step;
+    state.applied_steps = applied;
+    state.micro_batch = micro;
+    state.world_size = config.world_size;
+    state.has_loss_scaler = scaler != nullptr;
+    if (scaler) state.loss_scaler = scaler->state();
+    const auto start = Clock::now();
+    StatusOr<std::string> path = checkpoints->Write(state, model, **optimizer);
+    if (!path.ok()) {
+      return Status(path.status().code(), "checkpoint after step " + std::to_string(step) + ": " +
+                                              path.status().message());
+    }
+    checkpointed = step;
+    sink->OnLog(LogLevel::kInfo,
+                "checkpoint after step " + std::to_string(step) + ": " + *path + " (" +
+                    std::to_string(static_cast<int64_t>(
+                        std::chrono::duration<double, std::milli>(Clock::now() - start).count())) +
+                    " ms)");
+    return Status::Ok();
+  };
   while (schedule.Next(&w)) {
     if (options.stop_requested && options.stop_requested->load()) {
+      if (Status s = checkpoint(w.step - 1); !s.ok()) return s;
       return Status::Cancelled("stopped at a window boundary after step " +
                                std::to_string(w.step - 1));
     }
@@ -333,6 +417,10 @@ Status TrainOrThrow(const TrainConfig& config, EventSink* sink, const TrainOptio
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     sink->OnStep(
         ReportOf(w, result, lr, seconds, **memory, total, scaler ? scaler->skipped_windows() : 0));
+    if (config.checkpoint_every_steps > 0 && w.step % config.checkpoint_every_steps == 0 &&
+        w.step < total) {
+      if (Status s = checkpoint(w.step); !s.ok()) return s;
+    }
   }
   if (config.rank == 0 && !config.output_path.empty()) {
     if (Status saved = model.Save(config.output_path); !saved.ok()) {

@@ -28,6 +28,7 @@ void ProtoEventSink::OnRun(const engine::RunReport& report) {
   info->set_steps_total(report.steps_total);
   info->set_lr_first(report.lr_first);
   info->set_lr_last(report.lr_last);
+  info->set_resumed_from_step(report.resumed_from_step);
   for (int64_t k : report.accumulation_ramp) info->add_accumulation_ramp(k);
   info->mutable_batch()->set_micro_batch(report.micro_batch);
   info->mutable_batch()->set_accumulation_steps(report.accumulation_steps);

@@ -68,6 +68,11 @@ StatusOr<engine::TrainConfig> ToTrainConfig(const v1::TrainerTask& task) {
                         : engine::Normalization::kExact;
   c.device = task.device().empty() ? "cpu" : task.device();
   c.output_path = spec.output();
+  if (!spec.checkpoint().dir().empty()) {
+    c.checkpoint_dir = spec.checkpoint().dir() + "/" + task.job_id();
+    c.checkpoint_every_steps = spec.checkpoint().every_steps();
+    c.checkpoint_keep = spec.checkpoint().keep() > 0 ? spec.checkpoint().keep() : 3;
+  }
   c.precision = spec.precision() == "bf16"   ? engine::Precision::kBf16
                 : spec.precision() == "fp16" ? engine::Precision::kFp16
                                              : engine::Precision::kFp32;

@@ -1,0 +1,211 @@
+// Checkpoints at window boundaries: a run is deterministic, a run that dies
+// mid-window resumes from its newest checkpoint to the very same parameters
+// with contiguous steps, a graceful stop checkpoints where it stops, and a
+// truncated, garbled or foreign checkpoint is passed over for the one before.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "tests/support/engine_test_support.h"
+#include "worker/engine/trainer.h"
+
+namespace accumulus::engine {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::RecordingSink;
+
+TrainConfig Job(const std::string& optimizer, const std::string& dir) {
+  TrainConfig c;
+  c.model.hidden = {32, 32};
+  c.data.samples = 96;
+  c.data.features = 8;
+  c.data.outputs = 3;
+  c.data.seed = 4;
+  c.optimizer.kind = optimizer;
+  c.optimizer.lr = optimizer == "sgd" ? 0.1 : 0.01;
+  c.optimizer.momentum = 0.9;
+  c.optimizer.weight_decay = 0.01;
+  c.lr_schedule.kind = "cosine";
+  c.lr_schedule.warmup_steps = 2;
+  c.micro_batch = 4;
+  c.accumulation_steps = 4;
+  c.global_batch = 16;
+  c.epochs = 2;  // 12 steps
+  c.seed = 9;
+  c.checkpoint_dir = dir;
+  c.checkpoint_every_steps = 3;
+  return c;
+}
+
+struct Outcome {
+  Status status;
+  std::vector<torch::Tensor> parameters;
+  RecordingSink sink;
+};
+
+std::unique_ptr<Outcome> RunJob(const TrainConfig& c, TrainOptions options = {}) {
+  auto out = std::make_unique<Outcome>();
+  options.final_parameters = &out->parameters;
+  out->status = Train(c, &out->sink, options);
+  return out;
+}
+
+bool BitIdentical(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b) {
+  if (a.size() != b.size() || a.empty()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!torch::equal(a[i], b[i])) return false;
+  }
+  return true;
+}
+
+std::vector<int64_t> Steps(const RecordingSink& sink) {
+  std::vector<int64_t> out;
+  for (const auto& s : sink.steps) out.push_back(s.step);
+  return out;
+}
+
+std::vector<std::string> CheckpointFiles(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir)) out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+class Checkpoints : public ::testing::TestWithParam<std::string> {
+ protected:
+  const testing::TempDir temp_;
+  const std::string dir_ = temp_.path() + "/job";
+};
+
+// What makes a CPU run deterministic: a seeded initialization and data, a
+// sample order from our own SplitMix64 permutation, and LibTorch's CPU
+// kernels on fixed threads (the test binary's), which reduce in a fixed order.
+TEST_P(Checkpoints, ARunIsDeterministic) {
+  TrainConfig c = Job(GetParam(), "");
+  const auto first = RunJob(c);
+  const auto second = RunJob(c);
+  ASSERT_TRUE(first->status.ok()) << first->status.ToString();
+  EXPECT_TRUE(BitIdentical(first->parameters, second->parameters));
+}
+
+TEST_P(Checkpoints, ARunThatDiesMidWindowResumesToTheSameParameters) {
+  const auto reference = RunJob(Job(GetParam(), ""));
+  ASSERT_TRUE(reference->status.ok()) << reference->status.ToString();
+
+  TrainOptions crash;
+  crash.after_backward = [](int64_t step, const std::vector<torch::Tensor>&) {
+    if (step == 8) throw std::runtime_error("killed mid-window");
+  };
+  const auto died = RunJob(Job(GetParam(), dir_), crash);
+  ASSERT_FALSE(died->status.ok());
+  EXPECT_EQ(Steps(died->sink), (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(CheckpointFiles(dir_),
+            (std::vector<std::string>{"step-00000003.ckpt", "step-00000006.ckpt"}));
+
+  const auto resumed = RunJob(Job(GetParam(), dir_));
+  ASSERT_TRUE(resumed->status.ok()) << resumed->status.ToString();
+  EXPECT_EQ(resumed->sink.run.resumed_from_step, 6);
+  EXPECT_EQ(Steps(resumed->sink), (std::vector<int64_t>{7, 8, 9, 10, 11, 12}))
+      << "no step applied twice, none skipped";
+  EXPECT_DOUBLE_EQ(resumed->sink.steps.front().lr, reference->sink.steps[6].lr)
+      << "the LR schedule continues";
+  EXPECT_TRUE(BitIdentical(resumed->parameters, reference->parameters));
+}
+
+TEST_P(Checkpoints, AGracefulStopCheckpointsWhereItStops) {
+  const auto reference = RunJob(Job(GetParam(), ""));
+  std::atomic<bool> stop{false};
+  TrainOptions options;
+  options.stop_requested = &stop;
+  options.after_backward = [&stop](int64_t step, const std::vector<torch::Tensor>&) {
+    if (step == 5) stop = true;  // as SIGTERM during step 5
+  };
+  TrainConfig c = Job(GetParam(), dir_);
+  c.checkpoint_every_steps = 0;  // only on stop
+  const auto stopped = RunJob(c, options);
+  EXPECT_EQ(stopped->status.code(), StatusCode::kCancelled);
+  EXPECT_EQ(CheckpointFiles(dir_), (std::vector<std::string>{"step-00000005.ckpt"}));
+  const auto resumed = RunJob(c);
+  ASSERT_TRUE(resumed->status.ok()) << resumed->status.ToString();
+  EXPECT_EQ(resumed->sink.run.resumed_from_step, 5);
+  EXPECT_TRUE(BitIdentical(resumed->parameters, reference->parameters));
+}
+
+INSTANTIATE_TEST_SUITE_P(Optimizers, Checkpoints, ::testing::Values("sgd", "adamw"));
+
+class CheckpointDamage : public Checkpoints {
+ protected:
+  // Checkpoints after steps 3, 6 and 9 (the run dies in step 10).
+  void SetUp() override {
+    TrainOptions crash;
+    crash.after_backward = [](int64_t step, const std::vector<torch::Tensor>&) {
+      if (step == 10) throw std::runtime_error("killed");
+    };
+    ASSERT_FALSE(RunJob(Job("adamw", dir_), crash)->status.ok());
+  }
+
+  // Resumes, expecting step `from` and the uninterrupted result, and
+  // returns what the run said about the checkpoints it passed over.
+  std::string ResumeExpecting(int64_t from) {
+    const auto reference = RunJob(Job("adamw", ""));
+    const auto resumed = RunJob(Job("adamw", dir_));
+    EXPECT_TRUE(resumed->status.ok()) << resumed->status.ToString();
+    EXPECT_EQ(resumed->sink.run.resumed_from_step, from);
+    EXPECT_TRUE(BitIdentical(resumed->parameters, reference->parameters));
+    std::string logs;
+    for (const auto& l : resumed->sink.logs) logs += l + "\n";
+    return logs;
+  }
+
+  const std::string newest_ = dir_ + "/step-00000009.ckpt";
+};
+
+TEST_F(CheckpointDamage, ATruncatedCheckpointFallsBackToThePreviousOne) {
+  fs::resize_file(newest_, fs::file_size(newest_) / 2);
+  EXPECT_NE(ResumeExpecting(6).find("step-00000009.ckpt: truncated"), std::string::npos);
+}
+
+TEST_F(CheckpointDamage, AGarbledCheckpointFallsBackToThePreviousOne) {
+  {
+    std::fstream f(newest_, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(fs::file_size(newest_) / 2));
+    f.put('\x5a');
+    f.put('\xa5');
+  }
+  EXPECT_NE(ResumeExpecting(6).find("step-00000009.ckpt: checksum mismatch"), std::string::npos);
+}
+
+TEST_F(CheckpointDamage, EveryCheckpointUnreadableStartsAfresh) {
+  for (const auto& name : CheckpointFiles(dir_)) {
+    std::ofstream(dir_ + "/" + name, std::ios::trunc) << "garbage";
+  }
+  EXPECT_NE(ResumeExpecting(0).find("no header"), std::string::npos);
+}
+
+TEST_F(CheckpointDamage, AnotherRunsCheckpointIsNotResumed) {
+  TrainConfig other = Job("adamw", dir_);
+  other.seed = 10;
+  const auto run = RunJob(other);
+  ASSERT_TRUE(run->status.ok());
+  EXPECT_EQ(run->sink.run.resumed_from_step, 0);
+  ASSERT_FALSE(run->sink.logs.empty());
+  EXPECT_NE(run->sink.logs.front().find("belongs to another run (seed 9"), std::string::npos)
+      << run->sink.logs.front();
+}
+
+TEST(CheckpointRetention, KeepsTheNewestK) {
+  const testing::TempDir temp;
+  TrainConfig c = Job("sgd", temp.path());
+  c.checkpoint_every_steps = 1;
+  c.checkpoint_keep = 2;
+  ASSERT_TRUE(RunJob(c)->status.ok());
+  // Step 12 is the last: the output, not a checkpoint, records it.
+  EXPECT_EQ(CheckpointFiles(temp.path()),
+            (std::vector<std::string>{"step-00000010.ckpt", "step-00000011.ckpt"}));
+}
+
+}  // namespace
+}  // namespace accumulus::engine
