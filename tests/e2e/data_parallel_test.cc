@@ -17,6 +17,7 @@ namespace accumulus::testing {
 namespace {
 
 struct RankRun {
+  v1::RuntimeInfo runtime;
   std::vector<v1::StepMetrics> steps;
   v1::TrainerExit exit;
   Subprocess::ExitInfo process;
@@ -47,8 +48,8 @@ class DataParallelTest : public ::testing::Test {
 
   // Runs every rank of `spec` as its own trainer process; `on_step` may
   // act on a rank's step reports as they arrive.
-  std::vector<RankRun> Run(const v1::JobSpec& spec,
-                           std::function<void(int rank, worker::TrainerProcess*)> on_step = {}) {
+  using OnStep = std::function<void(int rank, int64_t step, worker::TrainerProcess*)>;
+  std::vector<RankRun> Run(const v1::JobSpec& spec, OnStep on_step = {}) {
     const int world = spec.devices();
     const int port = FreeLoopbackPort();
     std::vector<std::unique_ptr<worker::TrainerProcess>> trainers;
@@ -79,9 +80,10 @@ class DataParallelTest : public ::testing::Test {
         RankRun& run = runs[static_cast<size_t>(rank)];
         worker::TrainerProcess* trainer = trainers[static_cast<size_t>(rank)].get();
         (void)trainer->ReadMessages([&](const v1::TrainerMessage& m) {
+          if (m.has_event() && m.event().has_runtime()) run.runtime = m.event().runtime();
           if (m.has_event() && m.event().has_step()) {
             run.steps.push_back(m.event().step());
-            if (on_step) on_step(rank, trainer);
+            if (on_step) on_step(rank, m.event().step().step(), trainer);
           }
           if (m.has_exit()) run.exit = m.exit();
         });
@@ -169,12 +171,50 @@ TEST_F(DataParallelTest, ARankThatDiesFailsTheOtherWithinTheCollectiveTimeout) {
   v1::JobSpec spec = Spec(4, 4, 2, "sgd");
   spec.set_epochs(100000);
   spec.set_collective_timeout_seconds(3);
-  const std::vector<RankRun> ranks = Run(spec, [](int rank, worker::TrainerProcess* trainer) {
-    if (rank == 1) trainer->Signal(SIGKILL);
+  const std::vector<RankRun> ranks = Run(spec, [](int rank, int64_t, worker::TrainerProcess* t) {
+    if (rank == 1) t->Signal(SIGKILL);
   });
   EXPECT_EQ(ranks[1].process.signal, SIGKILL);
   EXPECT_EQ(ranks[0].exit.state(), v1::JOB_STATE_FAILED);
   EXPECT_FALSE(ranks[0].exit.reason().empty());
+}
+
+// Elastic resume: a 2-rank job killed after its checkpoint at step 4 resumes
+// on one rank with twice the accumulation (the same global batch, so the same
+// windows) and ends where the uninterrupted 2-rank run ends.
+TEST_F(DataParallelTest, ResumesOnFewerRanksWithTheSameGlobalBatch) {
+  const v1::JobSpec reference = Spec(4, 4, 2, "adamw");  // 8 steps of 32
+  for (const RankRun& rank : Run(reference)) {
+    ASSERT_EQ(rank.exit.state(), v1::JOB_STATE_SUCCEEDED) << rank.exit.reason();
+  }
+
+  v1::JobSpec two = Spec(4, 4, 2, "adamw");
+  two.mutable_checkpoint()->set_dir(dir_ + "/checkpoints");
+  two.mutable_checkpoint()->set_every_steps(2);
+  const std::vector<RankRun> killed = Run(two, [](int, int64_t step, worker::TrainerProcess* t) {
+    // Each rank dies once it has reported step 5 (the checkpoint after step
+    // 4 is on disk by then: rank 0 writes it before training step 5).
+    if (step == 5) t->Signal(SIGKILL);
+  });
+  for (const RankRun& rank : killed) EXPECT_EQ(rank.process.signal, SIGKILL);
+
+  v1::JobSpec one = Spec(4, 8, 1, "adamw");  // 4 × 8 × 1 = 32
+  *one.mutable_checkpoint() = two.checkpoint();
+  one.set_output(two.output());
+  const std::vector<RankRun> resumed = Run(one);
+  ASSERT_EQ(resumed[0].exit.state(), v1::JOB_STATE_SUCCEEDED) << resumed[0].exit.reason();
+  ASSERT_FALSE(resumed[0].steps.empty());
+  // Step 4's checkpoint at least (6's if a rank got that far before dying).
+  EXPECT_GE(resumed[0].runtime.resumed_from_step(), 4);
+  EXPECT_EQ(resumed[0].steps.front().step(), resumed[0].runtime.resumed_from_step() + 1)
+      << "no step applied twice or skipped";
+  for (const auto& s : resumed[0].steps) {
+    EXPECT_EQ(s.effective_batch(), 32) << "step " << s.step();
+    // Each epoch's last window holds the 4 remaining samples: one micro-batch.
+    EXPECT_EQ(s.microbatches(), s.samples() == 32 ? 8 : 1) << "step " << s.step();
+  }
+  EXPECT_EQ(resumed[0].steps.back().step(), 8);
+  EXPECT_LE(MaxRelativeDifference(Output(one), Output(reference)), 1e-5);
 }
 
 }  // namespace
