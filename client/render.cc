@@ -131,6 +131,13 @@ std::string JobDetails(const v1::Job& j) {
   for (const auto& p : j.placements()) {
     out << "rank " << p.rank() << ":       " << p.device() << " on " << p.worker_id() << "\n";
   }
+  if (j.attempt() > 1 || j.spec().max_restarts() > 0) {
+    out << "attempt:      " << j.attempt() << " of at most " << j.spec().max_restarts() + 1 << "\n";
+  }
+  for (const auto& a : j.attempts()) {
+    out << "  attempt " << a.number() << " ended after step " << a.last_step() << ": " << a.reason()
+        << "\n";
+  }
   if (j.has_last_step()) {
     const v1::StepMetrics& m = j.last_step();
     out << "last step:    loss " << Format("%.6f", m.loss()) << ", grad norm "
@@ -159,7 +166,8 @@ std::string WorkerTable(const v1::ListWorkersResponse& workers) {
 std::string EventLine(const v1::JobEvent& e) {
   if (e.has_step()) {
     const v1::StepMetrics& m = e.step();
-    return "step " + std::to_string(m.step()) + "/" + std::to_string(m.steps_total()) + "  epoch " +
+    return "step " + std::to_string(m.step()) + "/" + std::to_string(m.steps_total()) +
+           (m.attempt() > 1 ? " (attempt " + std::to_string(m.attempt()) + ")" : "") + "  epoch " +
            std::to_string(m.epoch()) + "  loss " + Format("%.6f", m.loss()) + "  lr " +
            Format("%.4g", m.lr()) + "  grad_norm " + Format("%.4g", m.grad_norm()) +
            (m.clipped() ? " (clipped)" : "") +
@@ -195,7 +203,11 @@ std::string EventLine(const v1::JobEvent& e) {
            " (pid " + std::to_string(r.pid()) + "), threads: intra-op " +
            std::to_string(r.intra_op_threads()) + ", inter-op " +
            std::to_string(r.inter_op_threads()) + ", BLAS " + std::to_string(r.blas_threads()) +
-           " (" + r.blas() + "), LibTorch " + r.torch_version() + probe;
+           " (" + r.blas() + "), LibTorch " + r.torch_version() + probe +
+           (r.resumed_from_step() > 0
+                ? "\n      resumed after step " + std::to_string(r.resumed_from_step()) +
+                      " from a checkpoint"
+                : "");
   }
   if (e.has_log()) {
     const char* level = e.log().level() == v1::LogMessage::LEVEL_ERROR     ? "error"

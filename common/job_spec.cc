@@ -234,6 +234,7 @@ StatusOr<v1::JobSpec> NormalizeJobSpec(const v1::JobSpec& input) {
       NotNegative("bucket_megabytes", spec.bucket_megabytes()),
       NotNegative("checkpoint.every_steps", static_cast<double>(spec.checkpoint().every_steps())),
       NotNegative("checkpoint.keep", static_cast<double>(spec.checkpoint().keep())),
+      NotNegative("max_restarts", spec.max_restarts()),
       OneOf("partial_window", spec.partial_window(), {"normalize", "drop", "carry"}),
       OneOf("lr_schedule.kind", spec.lr_schedule().kind(), {"constant", "cosine", "linear"}),
       NotNegative("lr_schedule.warmup_steps",

@@ -15,6 +15,7 @@ struct ControllerMetrics {
   metrics::Gauge* workers_connected;
   metrics::Gauge* device_slots_free;
   metrics::Counter* events_total;
+  metrics::Counter* job_restarts;
   metrics::Gauge* watchers;
   // Per running job (label job_id: Prometheus reserves `job` for the scrape
   // target); removed when the job ends.

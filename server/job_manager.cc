@@ -56,6 +56,7 @@ StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& input) {
     JobRecord& record = jobs_[id];
     record.log = std::make_shared<EventLog>(id);
     record.job.set_id(id);
+    record.job.set_attempt(1);
     *record.job.mutable_spec() = *spec;
     *record.job.mutable_batch() = *batch;
     *record.job.mutable_submitted_at() = TimeUtil::GetCurrentTime();
@@ -154,7 +155,9 @@ uint64_t JobManager::WorkerConnected(const v1::Register& registration, WorkerSen
       JobRecord* record = FindLocked(job_id);
       WorkerLeftJobLocked(record, id);
       EndJobEarlyLocked(record, v1::JOB_STATE_FAILED,
-                        "worker " + id + " reconnected without the job", &touched);
+                        "worker " + id + " reconnected without the job", /*permanent=*/false,
+                        &touched);
+      RequeueIfStoppedLocked(record, &touched);
     }
     worker.registration = registration;
     worker.session = session = next_session_++;
@@ -187,7 +190,8 @@ void JobManager::WorkerGone(const std::string& worker_id, uint64_t session,
       JobRecord* record = FindLocked(job_id);
       WorkerLeftJobLocked(record, worker_id);
       EndJobEarlyLocked(record, v1::JOB_STATE_FAILED, "worker " + worker_id + " lost: " + reason,
-                        &touched);
+                        /*permanent=*/false, &touched);
+      RequeueIfStoppedLocked(record, &touched);
     }
     workers_.erase(it);
     ScheduleLocked(&touched);
@@ -203,8 +207,8 @@ void JobManager::RecordEvents(const std::string& worker_id, const v1::TrainerEve
     std::lock_guard<std::mutex> lock(mutex_);
     JobRecord* record = FindLocked(events.job_id());
     if (record == nullptr || record->slots.count(worker_id) == 0 ||
-        IsTerminal(record->job.state())) {
-      return;  // A late event of a job that ended or moved: nothing to add to.
+        IsTerminal(record->job.state()) || record->job.state() == v1::JOB_STATE_RESTARTING) {
+      return;  // A late event of a job (or attempt) that ended or moved.
     }
     for (const v1::JobEvent& event : events.events()) {
       if (event.has_step() && record->job.batch().devices() > 1) {
@@ -216,6 +220,22 @@ void JobManager::RecordEvents(const std::string& worker_id, const v1::TrainerEve
         // once read).
         if (event.has_runtime() && event.runtime().rank() == 0) {
           record->job.set_steps_total(event.runtime().steps_total());
+          // A resumed attempt continues after its checkpoint's step. Steps
+          // the last attempt trained and checkpointed but whose events died
+          // with it (a killed worker's unsent buffer) are said to be so.
+          const int64_t resumed = event.runtime().resumed_from_step();
+          if (resumed > record->job.steps_done()) {
+            v1::JobEvent lost;
+            lost.mutable_log()->set_level(v1::LogMessage::LEVEL_WARNING);
+            lost.mutable_log()->set_text("steps " + std::to_string(record->job.steps_done() + 1) +
+                                         " to " + std::to_string(resumed) +
+                                         " were trained and checkpointed by attempt " +
+                                         std::to_string(record->job.attempt() - 1) +
+                                         ", but their metrics were lost with it");
+            record->log->Append(std::move(lost), /*closes=*/false);
+            metrics_->events_total->Increment();
+          }
+          record->job.set_steps_done(resumed);
           // micro_batch: auto is decided there too.
           if (event.runtime().batch().micro_batch() > 0) {
             *record->job.mutable_batch() = event.runtime().batch();
@@ -246,12 +266,17 @@ void JobManager::RecordStatus(const std::string& worker_id, const v1::Assignment
       }
     } else if (IsTerminal(status.state())) {
       WorkerLeftJobLocked(record, worker_id);
-      if (status.state() != v1::JOB_STATE_SUCCEEDED) {
+      if (current == v1::JOB_STATE_RESTARTING) {
+        // A rank of the failed attempt stopped, whatever it says.
+        RequeueIfStoppedLocked(record, &touched);
+      } else if (status.state() != v1::JOB_STATE_SUCCEEDED) {
         // A cancel request keeps its own reason when the ranks stopped for it.
         const bool cancelled =
             current == v1::JOB_STATE_CANCELLING && status.state() == v1::JOB_STATE_CANCELLED;
         EndJobEarlyLocked(record, status.state(),
-                          cancelled ? record->job.reason() : status.reason(), &touched);
+                          cancelled ? record->job.reason() : status.reason(), status.permanent(),
+                          &touched);
+        RequeueIfStoppedLocked(record, &touched);
       } else if (record->slots.empty() && !IsTerminal(record->job.state())) {
         // Every rank finished (even if a cancel arrived too late to matter).
         SetStateLocked(record, v1::JOB_STATE_SUCCEEDED, "", &touched);
@@ -321,13 +346,47 @@ void JobManager::WorkerLeftJobLocked(JobRecord* record, const std::string& worke
 }
 
 void JobManager::EndJobEarlyLocked(JobRecord* record, v1::JobState state, const std::string& reason,
-                                   Touched* touched) {
-  if (IsTerminal(record->job.state())) return;
-  const bool cancelling = record->job.state() == v1::JOB_STATE_CANCELLING;
-  const v1::JobState final_state = cancelling ? v1::JOB_STATE_CANCELLED : state;
-  SetStateLocked(record, final_state, cancelling ? record->job.reason() : reason, touched);
+                                   bool permanent, Touched* touched) {
+  v1::Job& job = record->job;
+  if (IsTerminal(job.state()) || job.state() == v1::JOB_STATE_RESTARTING) return;
+  const bool cancelling = job.state() == v1::JOB_STATE_CANCELLING;
   // The other ranks cannot finish without this one.
   SendCancelLocked(*record, "another rank of the job ended: " + reason);
+  record->pending_steps.clear();
+  const int32_t restarts_used = job.attempt() - 1;
+  if (!cancelling && state == v1::JOB_STATE_FAILED && !permanent &&
+      restarts_used < job.spec().max_restarts()) {
+    v1::Attempt* ended = job.add_attempts();
+    ended->set_number(job.attempt());
+    *ended->mutable_ended_at() = TimeUtil::GetCurrentTime();
+    ended->set_reason(reason);
+    ended->set_last_step(job.steps_done());
+    metrics_->job_restarts->Increment();
+    SetStateLocked(record, v1::JOB_STATE_RESTARTING,
+                   "attempt " + std::to_string(job.attempt()) + " failed (" + reason +
+                       "); restart " + std::to_string(restarts_used + 1) + " of " +
+                       std::to_string(job.spec().max_restarts()),
+                   touched);
+    return;
+  }
+  SetStateLocked(record, cancelling ? v1::JOB_STATE_CANCELLED : state,
+                 cancelling ? job.reason() : reason, touched);
+}
+
+void JobManager::RequeueIfStoppedLocked(JobRecord* record, Touched* touched) {
+  v1::Job& job = record->job;
+  if (job.state() != v1::JOB_STATE_RESTARTING || !record->slots.empty()) return;
+  job.set_attempt(job.attempt() + 1);
+  job.clear_worker_id();
+  const std::string from = job.spec().checkpoint().dir().empty()
+                               ? "from the start (the job has no checkpoint.dir)"
+                               : "from its newest checkpoint";
+  SetStateLocked(
+      record, v1::JOB_STATE_QUEUED,
+      "attempt " + std::to_string(job.attempt()) + " waits for devices; it resumes " + from,
+      touched);
+  // Ahead of jobs submitted after it: it was running.
+  queue_.insert(queue_.begin(), job.id());
 }
 
 void JobManager::SendCancelLocked(const JobRecord& record, const std::string& reason) {
@@ -467,6 +526,7 @@ void JobManager::MergeStepLocked(JobRecord* record, const std::string& worker_id
 
 void JobManager::RecordStepLocked(JobRecord* record, v1::JobEvent event) {
   const std::string& id = record->job.id();
+  event.mutable_step()->set_attempt(record->job.attempt());
   const v1::StepMetrics& step = event.step();
   record->job.set_steps_done(step.step());
   *record->job.mutable_last_step() = step;

@@ -89,10 +89,14 @@ class JobManager {
   // The ranks of `record` on `worker_id` ended (reported or lost): frees
   // their slots, and the rendezvous port once no rank is left.
   void WorkerLeftJobLocked(JobRecord* record, const std::string& worker_id);
-  // Fails (or, while cancelling, cancels) a job one of whose ranks ended
-  // badly, and stops its ranks elsewhere.
+  // A rank of the job ended badly: the attempt is over and its other ranks
+  // are stopped. The job restarts (RESTARTING, then queued again once its
+  // ranks have stopped) when the failure is not permanent and restarts are
+  // left; otherwise it fails (or, while cancelling, is cancelled).
   void EndJobEarlyLocked(JobRecord* record, v1::JobState state, const std::string& reason,
-                         Touched* touched);
+                         bool permanent, Touched* touched);
+  // Queues a RESTARTING job again once none of its ranks holds a slot.
+  void RequeueIfStoppedLocked(JobRecord* record, Touched* touched);
   void SendCancelLocked(const JobRecord& record, const std::string& reason);
   bool PlaceLocked(JobRecord* record, Touched* touched);
   void ScheduleLocked(Touched* touched);

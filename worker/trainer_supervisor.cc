@@ -29,11 +29,12 @@ std::string LogTail(const std::string& path, size_t max_bytes = 600) {
 }
 
 v1::WorkerMessage StatusMessage(const std::string& job_id, v1::JobState state,
-                                const std::string& reason) {
+                                const std::string& reason, bool permanent = false) {
   v1::WorkerMessage message;
   message.mutable_status()->set_job_id(job_id);
   message.mutable_status()->set_state(state);
   message.mutable_status()->set_reason(reason);
+  message.mutable_status()->set_permanent(permanent);
   return message;
 }
 
@@ -49,12 +50,14 @@ struct TrainerSupervisor::Job {
   bool stopping = false;
   bool exited = false;
   std::string first_failure;
+  bool first_failure_permanent = false;
   std::thread killer;
 };
 
 struct TrainerSupervisor::RankOutcome {
   v1::JobState state = v1::JOB_STATE_FAILED;
   std::string reason;
+  bool permanent = false;
 };
 
 TrainerSupervisor::TrainerSupervisor(SupervisorOptions options, Report report)
@@ -177,6 +180,7 @@ void TrainerSupervisor::Run(std::shared_ptr<Job> job) {
 
   v1::JobState final_state = v1::JOB_STATE_FAILED;
   std::string final_reason = spawn_error;
+  bool permanent = false;
   if (!spawn_error.empty()) {
     std::lock_guard<std::mutex> lock(mutex_);
     for (auto& rank : job->ranks) rank->Signal(SIGKILL);
@@ -201,6 +205,7 @@ void TrainerSupervisor::Run(std::shared_ptr<Job> job) {
       final_reason = outcomes.front().reason;
     } else {
       final_reason = job->first_failure;
+      permanent = job->first_failure_permanent;
     }
   }
 
@@ -212,11 +217,14 @@ void TrainerSupervisor::Run(std::shared_ptr<Job> job) {
   }
   changed_.notify_all();
   if (killer.joinable()) killer.join();
-  report_(StatusMessage(id, final_state, final_reason));
-
-  std::lock_guard<std::mutex> lock(mutex_);
-  jobs_.erase(id);
-  finished_threads_.push_back(std::move(job->thread));
+  {
+    // Gone before the status goes out: the controller may assign the job
+    // here again (a restart) as soon as it reads it.
+    std::lock_guard<std::mutex> lock(mutex_);
+    jobs_.erase(id);
+    finished_threads_.push_back(std::move(job->thread));
+  }
+  report_(StatusMessage(id, final_state, final_reason, permanent));
   changed_.notify_all();
 }
 
@@ -247,6 +255,7 @@ TrainerSupervisor::RankOutcome TrainerSupervisor::Supervise(Job* job, size_t ind
   if (has_exit && info.success) {
     outcome.state = exit.state();
     outcome.reason = exit.reason();
+    outcome.permanent = exit.permanent();
   } else {
     outcome.reason = "trainer pid " + std::to_string(trainer->pid()) + " " + info.description;
     if (!stream.ok()) outcome.reason += "; " + stream.message();
@@ -263,6 +272,7 @@ TrainerSupervisor::RankOutcome TrainerSupervisor::Supervise(Job* job, size_t ind
   if (job->first_failure.empty()) {
     job->first_failure =
         "rank " + std::to_string(rank) + " on worker " + options_.worker_id + ": " + outcome.reason;
+    job->first_failure_permanent = outcome.permanent;
     // Its siblings cannot finish without it.
     auto it = jobs_.find(id);
     if (it != jobs_.end()) StopLocked(it->second);

@@ -276,5 +276,89 @@ TEST_F(JobManagerTest, MergesTheRanksStepReportsIntoOneEvent) {
       << "a job's series end with it";
 }
 
+v1::AssignmentStatus Ended(const std::string& job_id, v1::JobState state,
+                           const std::string& reason, bool permanent = false) {
+  v1::AssignmentStatus s;
+  s.set_job_id(job_id);
+  s.set_state(state);
+  s.set_reason(reason);
+  s.set_permanent(permanent);
+  return s;
+}
+
+TEST_F(JobManagerTest, AFailedAttemptRestartsOnceItsRanksHaveStopped) {
+  std::vector<v1::ControllerMessage> a, b;
+  jobs_.WorkerConnected(Worker("w1", 1), Inbox(&a));
+  jobs_.WorkerConnected(Worker("w2", 1), Inbox(&b));
+  v1::JobSpec spec = Devices(2);
+  spec.set_max_restarts(1);
+  const std::string id = jobs_.Submit(spec)->id();
+  EXPECT_EQ(jobs_.Get(id)->attempt(), 1);
+
+  jobs_.RecordStatus("w2", Ended(id, v1::JOB_STATE_FAILED, "rank 1 on worker w2: killed"));
+  EXPECT_EQ(State(id), v1::JOB_STATE_RESTARTING);
+  ASSERT_TRUE(a.back().has_cancel()) << "rank 0 is stopped";
+  // Until rank 0 has stopped, its slot is held and nothing is placed.
+  const size_t assigned_before = a.size() + b.size();
+  jobs_.RecordStatus("w1", Ended(id, v1::JOB_STATE_CANCELLED, "stopped"));
+  const v1::Job job = *jobs_.Get(id);
+  EXPECT_EQ(job.attempt(), 2);
+  EXPECT_EQ(job.state(), v1::JOB_STATE_STARTING) << "placed again on the free slots";
+  ASSERT_EQ(job.attempts_size(), 1);
+  EXPECT_EQ(job.attempts(0).number(), 1);
+  EXPECT_EQ(job.attempts(0).reason(), "rank 1 on worker w2: killed");
+  EXPECT_EQ(a.size() + b.size(), assigned_before + 2) << "one assignment per worker";
+  EXPECT_TRUE(a.back().has_assign());
+  EXPECT_TRUE(b.back().has_assign());
+
+  // The second attempt fails too: no restarts left.
+  jobs_.RecordStatus("w1", Ended(id, v1::JOB_STATE_FAILED, "rank 0 on worker w1: killed"));
+  EXPECT_EQ(State(id), v1::JOB_STATE_FAILED);
+  EXPECT_EQ(jobs_.Get(id)->reason(), "rank 0 on worker w1: killed");
+}
+
+TEST_F(JobManagerTest, APermanentFailureIsNotRestarted) {
+  std::vector<v1::ControllerMessage> inbox;
+  jobs_.WorkerConnected(Worker("w1", 1), Inbox(&inbox));
+  v1::JobSpec spec = SmallSpec();
+  spec.set_max_restarts(3);
+  const std::string id = jobs_.Submit(spec)->id();
+  jobs_.RecordStatus("w1", Ended(id, v1::JOB_STATE_FAILED, "data.path: no such file", true));
+  EXPECT_EQ(State(id), v1::JOB_STATE_FAILED);
+  EXPECT_EQ(jobs_.Get(id)->attempts_size(), 0);
+}
+
+TEST_F(JobManagerTest, ALostWorkersJobRestartsElsewhere) {
+  std::vector<v1::ControllerMessage> a, b;
+  const uint64_t session = jobs_.WorkerConnected(Worker("w1", 1), Inbox(&a));
+  v1::JobSpec spec = SmallSpec();
+  spec.set_max_restarts(1);
+  const std::string id = jobs_.Submit(spec)->id();
+  ASSERT_EQ(jobs_.Get(id)->worker_id(), "w1");
+  jobs_.WorkerGone("w1", session, "heartbeat lost");
+  EXPECT_EQ(State(id), v1::JOB_STATE_QUEUED) << "nothing left to stop: queued at once";
+  EXPECT_EQ(jobs_.Get(id)->attempt(), 2);
+  jobs_.WorkerConnected(Worker("w2", 1), Inbox(&b));
+  EXPECT_EQ(State(id), v1::JOB_STATE_STARTING);
+  EXPECT_EQ(jobs_.Get(id)->worker_id(), "w2");
+  ASSERT_EQ(jobs_.Get(id)->attempts_size(), 1);
+  EXPECT_EQ(jobs_.Get(id)->attempts(0).reason(), "worker w1 lost: heartbeat lost");
+}
+
+TEST_F(JobManagerTest, CancellingARestartingJobEndsItCancelled) {
+  std::vector<v1::ControllerMessage> a, b;
+  jobs_.WorkerConnected(Worker("w1", 1), Inbox(&a));
+  jobs_.WorkerConnected(Worker("w2", 1), Inbox(&b));
+  v1::JobSpec spec = Devices(2);
+  spec.set_max_restarts(1);
+  const std::string id = jobs_.Submit(spec)->id();
+  jobs_.RecordStatus("w2", Ended(id, v1::JOB_STATE_FAILED, "rank 1: killed"));
+  ASSERT_EQ(State(id), v1::JOB_STATE_RESTARTING);
+  ASSERT_TRUE(jobs_.Cancel(id, "").ok());
+  jobs_.RecordStatus("w1", Ended(id, v1::JOB_STATE_CANCELLED, "stopped"));
+  EXPECT_EQ(State(id), v1::JOB_STATE_CANCELLED);
+  for (const auto& w : jobs_.Workers()) EXPECT_EQ(w.free_slots(), 1) << w.id();
+}
+
 }  // namespace
 }  // namespace accumulus::server

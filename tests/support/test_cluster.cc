@@ -91,6 +91,13 @@ std::string TestCluster::StartWorker(int cpu_slots) {
   return id;
 }
 
+void TestCluster::KillWorker(const std::string& id) {
+  // Ids are "worker-N", N counting from 1 in start order.
+  const size_t index = std::stoul(id.substr(id.rfind('-') + 1)) - 1;
+  workers_.at(index)->Signal(SIGKILL);
+  workers_.at(index)->Wait();
+}
+
 std::string TestCluster::controller_address() const {
   return "127.0.0.1:" + std::to_string(grpc_port_);
 }

@@ -28,6 +28,8 @@ class TestCluster {
 
   // Starts a worker daemon with `cpu_slots` slots and returns its id.
   std::string StartWorker(int cpu_slots = 1);
+  // SIGKILLs the worker daemon `id` (its trainers die with it) and reaps it.
+  void KillWorker(const std::string& id);
 
   std::string controller_address() const;
   int metrics_port() const { return metrics_port_; }

@@ -66,6 +66,24 @@ int Sweep(const accumulus::v1::TrainerTask& task) {
   return 0;
 }
 
+// Failures a retry would meet again: the spec, the data, the model's fit in
+// memory at micro_batch 1, a checkpoint that does not match. A lost peer, a
+// collective timeout or a LibTorch error (INTERNAL) may pass on a retry.
+bool IsPermanent(const accumulus::Status& status) {
+  using accumulus::StatusCode;
+  switch (status.code()) {
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kFailedPrecondition:
+    case StatusCode::kNotFound:
+    case StatusCode::kResourceExhausted:
+    case StatusCode::kUnimplemented:
+    case StatusCode::kDataLoss:
+      return true;
+    default:
+      return false;
+  }
+}
+
 bool ReadTask(accumulus::v1::TrainerTask* task) {
   google::protobuf::io::FileInputStream stdin_stream(STDIN_FILENO);
   return task->ParseFromZeroCopyStream(&stdin_stream);
@@ -116,7 +134,7 @@ int main(int argc, char** argv) {
   accumulus::trainer::ProtoEventSink sink(kEventsFd, runtime);
 
   if (!config.ok()) {
-    sink.Exit(accumulus::v1::JOB_STATE_FAILED, config.status().message());
+    sink.Exit(accumulus::v1::JOB_STATE_FAILED, config.status().message(), /*permanent=*/true);
     return 0;
   }
   accumulus::engine::TrainOptions options;
@@ -127,7 +145,7 @@ int main(int argc, char** argv) {
   } else if (status.code() == accumulus::StatusCode::kCancelled) {
     sink.Exit(accumulus::v1::JOB_STATE_CANCELLED, status.message());
   } else {
-    sink.Exit(accumulus::v1::JOB_STATE_FAILED, status.ToString());
+    sink.Exit(accumulus::v1::JOB_STATE_FAILED, status.ToString(), IsPermanent(status));
   }
   return 0;
 }

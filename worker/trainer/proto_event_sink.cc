@@ -82,10 +82,11 @@ void ProtoEventSink::OnLog(engine::LogLevel level, const std::string& text) {
   Write(message);
 }
 
-void ProtoEventSink::Exit(v1::JobState state, const std::string& reason) {
+void ProtoEventSink::Exit(v1::JobState state, const std::string& reason, bool permanent) {
   v1::TrainerMessage message;
   message.mutable_exit()->set_state(state);
   message.mutable_exit()->set_reason(reason);
+  message.mutable_exit()->set_permanent(permanent);
   Write(message);
 }
 

@@ -23,7 +23,7 @@ class ProtoEventSink final : public engine::EventSink {
   void OnLog(engine::LogLevel level, const std::string& text) override;
 
   // The trainer's last message.
-  void Exit(v1::JobState state, const std::string& reason);
+  void Exit(v1::JobState state, const std::string& reason, bool permanent = false);
 
  private:
   void Write(const v1::TrainerMessage& message);

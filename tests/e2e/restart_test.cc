@@ -1,0 +1,192 @@
+// Durable jobs through the whole system: a trainer, or a whole worker
+// daemon, killed with SIGKILL after a checkpoint; the controller restarts the
+// job on free devices from its newest checkpoint, and it ends with exactly
+// the parameters of an uninterrupted run, every step applied once.
+#include <google/protobuf/util/json_util.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <torch/torch.h>
+
+#include "accumulus/v1/controller.pb.h"
+#include "tests/support/test_cluster.h"
+#include "worker/engine/state_dict.h"
+
+namespace accumulus::testing {
+namespace {
+
+v1::JobEvent ParseEvent(const std::string& line) {
+  v1::JobEvent e;
+  EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(line, &e).ok()) << line;
+  return e;
+}
+
+// Enough steps (600) that a kill at step 20 lands mid-run.
+std::string Spec(const std::string& output, const std::string& checkpoints) {
+  std::string yaml = R"(
+model: {kind: mlp, hidden: [32]}
+data: {samples: 1600, features: 8, outputs: 3}
+micro_batch: 4
+accumulation_steps: 4
+optimizer: {kind: adamw, lr: 0.01, weight_decay: 0.01}
+lr_schedule: {kind: cosine, warmup_steps: 10}
+epochs: 6
+seed: 5
+threads: {intra_op: 1, blas: 1}
+output: )" + output + "\n";
+  if (!checkpoints.empty()) {
+    yaml += "checkpoint: {dir: " + checkpoints + ", every_steps: 7}\nmax_restarts: 2\n";
+  }
+  return yaml;
+}
+
+struct Watched {
+  std::vector<v1::StepMetrics> steps;
+  std::vector<std::string> logs;
+  std::vector<v1::RuntimeInfo> runtimes;
+  std::vector<v1::JobState> states;
+};
+
+class RestartTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    cluster_.StartWorker(1);
+    cluster_.StartWorker(1);
+  }
+
+  std::string Submit(const std::string& name, const std::string& yaml) {
+    CliResult r = cluster_.Cli({"-o", "json", "submit", cluster_.WriteSpec(name, yaml)});
+    EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
+    v1::Job job;
+    if (!r.lines.empty()) (void)google::protobuf::util::JsonStringToMessage(r.lines[0], &job);
+    return job.id();
+  }
+
+  v1::Job Get(const std::string& id) {
+    CliResult r = cluster_.Cli({"-o", "json", "get", id});
+    v1::Job job;
+    if (!r.lines.empty()) (void)google::protobuf::util::JsonStringToMessage(r.lines[0], &job);
+    return job;
+  }
+
+  // Watches `id` to its end; `fault` runs once, at the first step of attempt
+  // 1 at or after step 20.
+  Watched Watch(const std::string& id, const std::function<void(const Watched&)>& fault) {
+    std::unique_ptr<Subprocess> watch = cluster_.StartCli({"-o", "json", "watch", id});
+    Watched w;
+    bool faulted = false;
+    std::string line;
+    while (watch->ReadLine(&line)) {
+      const v1::JobEvent e = ParseEvent(line);
+      if (e.has_runtime()) w.runtimes.push_back(e.runtime());
+      if (e.has_state()) w.states.push_back(e.state().state());
+      if (e.has_log()) w.logs.push_back(e.log().text());
+      if (e.has_step()) {
+        w.steps.push_back(e.step());
+        if (!faulted && e.step().step() >= 20) {
+          faulted = true;
+          fault(w);
+        }
+      }
+    }
+    watch->Wait();
+    return w;
+  }
+
+  std::vector<torch::Tensor> Parameters(const std::string& path) {
+    auto dict = engine::LoadStateDict(path);
+    EXPECT_TRUE(dict.ok()) << dict.status().ToString();
+    std::vector<torch::Tensor> out;
+    if (dict.ok()) {
+      for (auto& [name, tensor] : *dict) out.push_back(tensor);
+    }
+    return out;
+  }
+
+  // The uninterrupted run's parameters.
+  std::vector<torch::Tensor> Reference() {
+    const std::string output = cluster_.dir() + "/reference.pt";
+    const std::string id = Submit("reference.yaml", Spec(output, ""));
+    CliResult r = cluster_.Cli({"watch", id});
+    EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
+    return Parameters(output);
+  }
+
+  // The step events as a resumed job reports them: attempt 1 from step 1,
+  // then attempt 2 from right after the checkpoint it resumed from, to the
+  // end. Steps between are allowed only when the controller says their
+  // events were lost with the killed worker (checkpointed, never sent).
+  void ExpectEveryStepOnce(const Watched& w, int64_t total) {
+    ASSERT_EQ(w.runtimes.size(), 2u) << "one plan per attempt";
+    const int64_t resumed = w.runtimes[1].resumed_from_step();
+    EXPECT_GE(resumed, 14) << "after the checkpoint of step 14 at least";
+    EXPECT_EQ(resumed % 7, 0) << "checkpoints every 7 steps";
+    std::vector<int64_t> first;
+    std::vector<int64_t> second;
+    for (const auto& s : w.steps) (s.attempt() == 1 ? first : second).push_back(s.step());
+    for (size_t i = 0; i < first.size(); ++i) ASSERT_EQ(first[i], static_cast<int64_t>(i) + 1);
+    ASSERT_EQ(static_cast<int64_t>(second.size()), total - resumed);
+    for (size_t i = 0; i < second.size(); ++i) {
+      ASSERT_EQ(second[i], resumed + 1 + static_cast<int64_t>(i)) << "no step twice, none skipped";
+    }
+    const int64_t delivered = first.empty() ? 0 : first.back();
+    if (delivered < resumed) {
+      const std::string said = "steps " + std::to_string(delivered + 1) + " to " +
+                               std::to_string(resumed) + " were trained and checkpointed";
+      EXPECT_TRUE(std::any_of(w.logs.begin(), w.logs.end(), [&](const std::string& l) {
+        return l.rfind(said, 0) == 0;
+      })) << said;
+    }
+  }
+
+  TestCluster cluster_;
+};
+
+TEST_F(RestartTest, AKilledTrainerResumesFromItsCheckpointToTheSameParameters) {
+  const std::vector<torch::Tensor> reference = Reference();
+  const std::string output = cluster_.dir() + "/resumed.pt";
+  const std::string id = Submit("durable.yaml", Spec(output, cluster_.dir() + "/checkpoints"));
+  const Watched w = Watch(id, [](const Watched& seen) {
+    ASSERT_FALSE(seen.runtimes.empty());
+    ASSERT_EQ(kill(static_cast<pid_t>(seen.runtimes.back().pid()), SIGKILL), 0);
+  });
+  EXPECT_NE(std::find(w.states.begin(), w.states.end(), v1::JOB_STATE_RESTARTING), w.states.end());
+  const v1::Job job = Get(id);
+  ASSERT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.reason();
+  EXPECT_EQ(job.attempt(), 2);
+  ASSERT_EQ(job.attempts_size(), 1);
+  EXPECT_NE(job.attempts(0).reason().find("killed by signal 9"), std::string::npos)
+      << job.attempts(0).reason();
+  ExpectEveryStepOnce(w, job.steps_total());
+
+  const std::vector<torch::Tensor> resumed = Parameters(output);
+  ASSERT_EQ(resumed.size(), reference.size());
+  for (size_t i = 0; i < resumed.size(); ++i) {
+    EXPECT_TRUE(torch::equal(resumed[i], reference[i])) << "tensor " << i << " differs";
+  }
+}
+
+TEST_F(RestartTest, AJobOnAKilledWorkerResumesOnAnother) {
+  const std::vector<torch::Tensor> reference = Reference();
+  const std::string output = cluster_.dir() + "/moved.pt";
+  const std::string id = Submit("moved.yaml", Spec(output, cluster_.dir() + "/checkpoints"));
+  std::string lost;
+  const Watched w = Watch(id, [&](const Watched&) {
+    lost = Get(id).worker_id();
+    cluster_.KillWorker(lost);
+  });
+  const v1::Job job = Get(id);
+  ASSERT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.reason();
+  EXPECT_NE(job.worker_id(), lost) << "resumed on the other worker";
+  ASSERT_EQ(job.attempts_size(), 1);
+  EXPECT_NE(job.attempts(0).reason().find("worker " + lost + " lost"), std::string::npos)
+      << job.attempts(0).reason();
+  ExpectEveryStepOnce(w, job.steps_total());
+  const std::vector<torch::Tensor> resumed = Parameters(output);
+  ASSERT_EQ(resumed.size(), reference.size());
+  for (size_t i = 0; i < resumed.size(); ++i) {
+    EXPECT_TRUE(torch::equal(resumed[i], reference[i])) << "tensor " << i << " differs";
+  }
+}
+
+}  // namespace
+}  // namespace accumulus::testing
