@@ -164,6 +164,10 @@ int RunCli(int argc, char** argv) {
   auto* cancel = app.add_subcommand("cancel", "cancel a job");
   cancel->add_option("job", job_id)->required();
   cancel->add_option("--reason", reason, "recorded with the job");
+  auto* resume = app.add_subcommand(
+      "resume", "run a cancelled or failed job again from its newest checkpoint");
+  resume->add_option("job", job_id)->required();
+  resume->add_flag("-w,--watch", watch, "follow the job until it ends");
   auto* workers = app.add_subcommand("workers", "list workers, their devices and jobs");
 
   bool sweep = false;
@@ -210,6 +214,14 @@ int RunCli(int argc, char** argv) {
     std::cout << (Json(flags) ? ToJsonLine(*job) + "\n"
                               : job->id() + " " + StateName(job->state()) + "\n");
     return 0;
+  }
+  if (*resume) {
+    StatusOr<v1::Job> job = client.Resume(job_id);
+    if (!job.ok()) return Fail(job.status());
+    std::cout << (Json(flags)
+                      ? ToJsonLine(*job) + "\n"
+                      : job->id() + " " + StateName(job->state()) + ": " + job->reason() + "\n");
+    return watch ? Watch(client, flags, job_id) : 0;
   }
   if (*workers) {
     auto response = client.Workers();

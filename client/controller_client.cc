@@ -71,6 +71,16 @@ StatusOr<v1::Job> ControllerClient::Cancel(const std::string& job_id, const std:
   return Result(status, job, address_);
 }
 
+StatusOr<v1::Job> ControllerClient::Resume(const std::string& job_id) {
+  grpc::ClientContext context;
+  Prepare(&context);
+  v1::ResumeJobRequest request;
+  request.set_job_id(job_id);
+  v1::Job job;
+  const grpc::Status status = stub_->ResumeJob(&context, request, &job);
+  return Result(status, job, address_);
+}
+
 StatusOr<v1::ListWorkersResponse> ControllerClient::Workers() {
   grpc::ClientContext context;
   Prepare(&context);

@@ -24,6 +24,7 @@ class ControllerClient {
   StatusOr<v1::Job> Get(const std::string& job_id);
   StatusOr<v1::ListJobsResponse> List();
   StatusOr<v1::Job> Cancel(const std::string& job_id, const std::string& reason);
+  StatusOr<v1::Job> Resume(const std::string& job_id);
   StatusOr<v1::ListWorkersResponse> Workers();
   // Streams the job's events after `after_sequence` to `on_event` until the
   // job ends (OK) or the stream fails.

@@ -52,6 +52,12 @@ grpc::ServerUnaryReactor* ControllerService::CancelJob(grpc::CallbackServerConte
   return Reply(context, jobs_->Cancel(request->job_id(), request->reason()), response);
 }
 
+grpc::ServerUnaryReactor* ControllerService::ResumeJob(grpc::CallbackServerContext* context,
+                                                       const v1::ResumeJobRequest* request,
+                                                       v1::Job* response) {
+  return Reply(context, jobs_->Resume(request->job_id()), response);
+}
+
 grpc::ServerWriteReactor<v1::JobEvent>* ControllerService::WatchJob(
     grpc::CallbackServerContext*, const v1::WatchJobRequest* request) {
   StatusOr<std::shared_ptr<EventLog>> log = jobs_->Events(request->job_id());

@@ -25,6 +25,9 @@ class ControllerService final : public v1::Controller::CallbackService {
   grpc::ServerUnaryReactor* CancelJob(grpc::CallbackServerContext* context,
                                       const v1::CancelJobRequest* request,
                                       v1::Job* response) override;
+  grpc::ServerUnaryReactor* ResumeJob(grpc::CallbackServerContext* context,
+                                      const v1::ResumeJobRequest* request,
+                                      v1::Job* response) override;
   grpc::ServerWriteReactor<v1::JobEvent>* WatchJob(grpc::CallbackServerContext* context,
                                                    const v1::WatchJobRequest* request) override;
   grpc::ServerUnaryReactor* ListWorkers(grpc::CallbackServerContext* context,

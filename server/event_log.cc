@@ -14,7 +14,8 @@ const v1::JobEvent& EventLog::Append(v1::JobEvent event, bool closes) {
     *event.mutable_time() = google::protobuf::util::TimeUtil::GetCurrentTime();
   }
   events_.push_back(std::move(event));
-  closed_ = closed_ || closes;
+  // The latest event decides: a resumed job's log opens again.
+  closed_ = closes;
   return events_.back();
 }
 

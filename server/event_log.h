@@ -26,7 +26,8 @@ class EventLog {
   explicit EventLog(std::string job_id) : job_id_(std::move(job_id)) {}
 
   // Stamps `event` with the job id and the next sequence number (from 1) and
-  // stores it; `closes` marks the job's final event. Listeners are not told:
+  // stores it; `closes` marks the job's final event (for now: an event
+  // appended after it, when a job is resumed, opens the log again). Listeners are not told:
   // call Notify() once the caller has released its own locks.
   const v1::JobEvent& Append(v1::JobEvent event, bool closes);
 

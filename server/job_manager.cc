@@ -117,6 +117,42 @@ StatusOr<v1::Job> JobManager::Cancel(const std::string& job_id, const std::strin
   return job;
 }
 
+StatusOr<v1::Job> JobManager::Resume(const std::string& job_id) {
+  Touched touched;
+  v1::Job job;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    JobRecord* record = FindLocked(job_id);
+    if (record == nullptr) return Status::NotFound("no job \"" + job_id + "\"");
+    v1::Job& current = record->job;
+    if (current.state() != v1::JOB_STATE_CANCELLED && current.state() != v1::JOB_STATE_FAILED) {
+      return Status::FailedPrecondition("job " + job_id + " is " + StateLabel(current.state()) +
+                                        ": only a cancelled or failed job can be resumed");
+    }
+    v1::Attempt* ended = current.add_attempts();
+    ended->set_number(current.attempt());
+    *ended->mutable_ended_at() = current.finished_at();
+    ended->set_reason(StateLabel(current.state()) + ": " + current.reason());
+    ended->set_last_step(current.steps_done());
+    current.set_attempt(current.attempt() + 1);
+    current.clear_finished_at();
+    current.clear_worker_id();
+    const std::string from = current.spec().checkpoint().dir().empty()
+                                 ? "from the start (the job has no checkpoint.dir)"
+                                 : "from its newest checkpoint";
+    queue_.push_back(job_id);
+    SetStateLocked(
+        record, v1::JOB_STATE_QUEUED,
+        "resumed by request: attempt " + std::to_string(current.attempt()) + " resumes " + from,
+        &touched);
+    ScheduleLocked(&touched);
+    UpdateGaugesLocked();
+    job = record->job;
+  }
+  NotifyAll(touched);
+  return job;
+}
+
 StatusOr<std::shared_ptr<EventLog>> JobManager::Events(const std::string& job_id) const {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = jobs_.find(job_id);

@@ -40,6 +40,9 @@ class JobManager {
   // QUEUED jobs end CANCELLED at once; placed ones go CANCELLING until their
   // worker confirms. FAILED_PRECONDITION for finished jobs.
   StatusOr<v1::Job> Cancel(const std::string& job_id, const std::string& reason);
+  // A cancelled or failed job queued again as a new attempt (resuming from
+  // its newest checkpoint); FAILED_PRECONDITION for any other state.
+  StatusOr<v1::Job> Resume(const std::string& job_id);
   StatusOr<std::shared_ptr<EventLog>> Events(const std::string& job_id) const;
   std::vector<v1::WorkerInfo> Workers() const;
 

@@ -188,5 +188,43 @@ TEST_F(RestartTest, AJobOnAKilledWorkerResumesOnAnother) {
   }
 }
 
+// A cancel stops the trainer at a window boundary with a checkpoint there;
+// `accumulus resume` continues from exactly that step.
+TEST_F(RestartTest, ACancelledJobResumesWhereItStopped) {
+  const std::vector<torch::Tensor> reference = Reference();
+  const std::string output = cluster_.dir() + "/paused.pt";
+  const std::string id = Submit("paused.yaml", Spec(output, cluster_.dir() + "/checkpoints"));
+  const Watched before = Watch(id, [&](const Watched&) {
+    CliResult r = cluster_.Cli({"cancel", id, "--reason", "pausing"});
+    ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  });
+  ASSERT_EQ(Get(id).state(), v1::JOB_STATE_CANCELLED);
+  const int64_t stopped_after = before.steps.back().step();
+
+  CliResult r = cluster_.Cli({"resume", id});
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  const Watched after = Watch(id, [](const Watched&) {});
+  const v1::Job job = Get(id);
+  ASSERT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.reason();
+  EXPECT_EQ(job.attempt(), 2);
+  ASSERT_EQ(job.attempts_size(), 1);
+  EXPECT_EQ(job.attempts(0).reason(), "cancelled: pausing");
+  ASSERT_EQ(after.runtimes.size(), 2u);
+  EXPECT_EQ(after.runtimes[1].resumed_from_step(), stopped_after)
+      << "the stop checkpointed its last step";
+  std::vector<int64_t> second;
+  for (const auto& s : after.steps) {
+    if (s.attempt() == 2) second.push_back(s.step());
+  }
+  ASSERT_EQ(static_cast<int64_t>(second.size()), job.steps_total() - stopped_after);
+  EXPECT_EQ(second.front(), stopped_after + 1);
+  const std::vector<torch::Tensor> resumed = Parameters(output);
+  ASSERT_EQ(resumed.size(), reference.size());
+  for (size_t i = 0; i < resumed.size(); ++i) {
+    EXPECT_TRUE(torch::equal(resumed[i], reference[i])) << "tensor " << i << " differs";
+  }
+  EXPECT_NE(cluster_.Cli({"resume", id}).exit_code, 0) << "a succeeded job is not resumed";
+}
+
 }  // namespace
 }  // namespace accumulus::testing

@@ -276,8 +276,8 @@ TEST_F(JobManagerTest, MergesTheRanksStepReportsIntoOneEvent) {
       << "a job's series end with it";
 }
 
-v1::AssignmentStatus Ended(const std::string& job_id, v1::JobState state,
-                           const std::string& reason, bool permanent = false) {
+v1::AssignmentStatus Ended(const std::string& job_id, v1::JobState state, const std::string& reason,
+                           bool permanent = false) {
   v1::AssignmentStatus s;
   s.set_job_id(job_id);
   s.set_state(state);
