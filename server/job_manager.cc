@@ -198,6 +198,16 @@ uint64_t JobManager::WorkerConnected(const v1::Register& registration, WorkerSen
     worker.registration = registration;
     worker.session = session = next_session_++;
     worker.sender = std::move(sender);
+    // Ranks it still runs that are no longer placed there (the job moved on,
+    // restarted elsewhere or ended while the worker was away) must stop: two
+    // attempts of one job must never train (and checkpoint) at once.
+    for (const std::string& job_id : still_running) {
+      if (worker.jobs.count(job_id) > 0) continue;
+      v1::ControllerMessage cancel;
+      cancel.mutable_cancel()->set_job_id(job_id);
+      cancel.mutable_cancel()->set_reason("the job is no longer placed on worker " + id);
+      worker.sender(cancel);
+    }
     // The jobs it still runs keep their slots.
     worker.slot_jobs.assign(static_cast<size_t>(registration.devices_size()), "");
     for (const std::string& job_id : worker.jobs) {

@@ -360,5 +360,24 @@ TEST_F(JobManagerTest, CancellingARestartingJobEndsItCancelled) {
   for (const auto& w : jobs_.Workers()) EXPECT_EQ(w.free_slots(), 1) << w.id();
 }
 
+TEST_F(JobManagerTest, AWorkerBackWithARankOfAMovedJobIsToldToStopIt) {
+  std::vector<v1::ControllerMessage> a, b;
+  const uint64_t session = jobs_.WorkerConnected(Worker("w1", 1), Inbox(&a));
+  v1::JobSpec spec = SmallSpec();
+  spec.set_max_restarts(1);
+  const std::string id = jobs_.Submit(spec)->id();
+  jobs_.WorkerGone("w1", session, "link dropped");
+  jobs_.WorkerConnected(Worker("w2", 1), Inbox(&b));
+  ASSERT_EQ(jobs_.Get(id)->worker_id(), "w2") << "attempt 2 runs on w2";
+
+  // w1 was only cut off: its trainer of attempt 1 still runs.
+  v1::Register back = Worker("w1", 1);
+  back.add_running_job_ids(id);
+  jobs_.WorkerConnected(back, Inbox(&a));
+  ASSERT_TRUE(a.back().has_cancel());
+  EXPECT_EQ(a.back().cancel().job_id(), id);
+  EXPECT_EQ(State(id), v1::JOB_STATE_STARTING) << "attempt 2 is untouched";
+}
+
 }  // namespace
 }  // namespace accumulus::server
