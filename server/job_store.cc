@@ -1,0 +1,184 @@
+#include "server/job_store.h"
+
+#include <sqlite3.h>
+
+#include <cstdlib>
+
+namespace accumulus::server {
+namespace {
+
+constexpr int kSchemaVersion = 1;
+
+constexpr const char* kSchema = R"sql(
+CREATE TABLE IF NOT EXISTS jobs (
+  id TEXT PRIMARY KEY,
+  number INTEGER NOT NULL,    -- submission order
+  finished INTEGER NOT NULL,  -- 1 once in a terminal state
+  job BLOB NOT NULL           -- accumulus.v1.Job
+);
+CREATE TABLE IF NOT EXISTS events (
+  job_id TEXT NOT NULL,
+  sequence INTEGER NOT NULL,
+  event BLOB NOT NULL,        -- accumulus.v1.JobEvent
+  PRIMARY KEY (job_id, sequence)
+) WITHOUT ROWID;
+)sql";
+
+// A prepared statement, finalized on scope exit.
+class Statement {
+ public:
+  Statement(sqlite3* db, const char* sql) {
+    rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr);
+  }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+  bool ok() const { return rc_ == SQLITE_OK; }
+  sqlite3_stmt* get() { return stmt_; }
+  void Bind(int i, const std::string& text) {
+    sqlite3_bind_text(stmt_, i, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
+  }
+  void BindBlob(int i, const std::string& bytes) {
+    sqlite3_bind_blob(stmt_, i, bytes.data(), static_cast<int>(bytes.size()), SQLITE_TRANSIENT);
+  }
+  void Bind(int i, int64_t value) { sqlite3_bind_int64(stmt_, i, value); }
+  std::string Blob(int column) {
+    const void* data = sqlite3_column_blob(stmt_, column);
+    return std::string(static_cast<const char*>(data),
+                       static_cast<size_t>(sqlite3_column_bytes(stmt_, column)));
+  }
+
+ private:
+  sqlite3_stmt* stmt_ = nullptr;
+  int rc_ = SQLITE_OK;
+};
+
+// "job-12" → 12: jobs load back in submission order.
+int64_t NumberOf(const std::string& id) {
+  const size_t dash = id.rfind('-');
+  return dash == std::string::npos ? 0 : std::atoll(id.c_str() + dash + 1);
+}
+
+bool IsFinished(v1::JobState s) {
+  return s == v1::JOB_STATE_SUCCEEDED || s == v1::JOB_STATE_FAILED || s == v1::JOB_STATE_CANCELLED;
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<JobStore>> JobStore::Open(const std::string& path) {
+  sqlite3* db = nullptr;
+  const int rc =
+      sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+  if (rc != SQLITE_OK) {
+    const std::string why = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+    sqlite3_close(db);
+    return Status::Unavailable("state database " + path + ": " + why);
+  }
+  std::unique_ptr<JobStore> store(new JobStore(db, path));
+  sqlite3_busy_timeout(db, 5000);
+  // The first statement reads the file: a garbled or foreign one fails here.
+  if (Status s = store->Exec("PRAGMA journal_mode=WAL"); !s.ok()) {
+    return Status::DataLoss(s.message() +
+                            " (move the file aside to start with an empty state, or restore a "
+                            "backup)");
+  }
+  if (Status s = store->Exec("PRAGMA synchronous=NORMAL"); !s.ok()) return s;
+  Statement version(db, "PRAGMA user_version");
+  if (!version.ok() || sqlite3_step(version.get()) != SQLITE_ROW) {
+    return Status::DataLoss(store->Error("reading the schema version").message());
+  }
+  const int found = sqlite3_column_int(version.get(), 0);
+  if (found != 0 && found != kSchemaVersion) {
+    return Status::FailedPrecondition("state database " + path + " has schema version " +
+                                      std::to_string(found) + "; this controller reads version " +
+                                      std::to_string(kSchemaVersion));
+  }
+  if (Status s = store->Exec(kSchema); !s.ok()) return s;
+  if (Status s = store->Exec(("PRAGMA user_version=" + std::to_string(kSchemaVersion)).c_str());
+      !s.ok()) {
+    return s;
+  }
+  if (Status s = store->Exec("PRAGMA quick_check"); !s.ok()) return Status::DataLoss(s.message());
+  return store;
+}
+
+JobStore::~JobStore() { sqlite3_close(db_); }
+
+Status JobStore::Exec(const char* sql) {
+  char* error = nullptr;
+  if (sqlite3_exec(db_, sql, nullptr, nullptr, &error) == SQLITE_OK) return Status::Ok();
+  const std::string why = error ? error : sqlite3_errmsg(db_);
+  sqlite3_free(error);
+  return Status::Internal("state database " + path_ + ": " + why);
+}
+
+Status JobStore::Error(const std::string& what) const {
+  return Status::Internal("state database " + path_ + ": " + what + ": " + sqlite3_errmsg(db_));
+}
+
+Status JobStore::Record(const v1::Job& job, const v1::JobEvent* event) {
+  if (Status s = Exec("BEGIN"); !s.ok()) return s;
+  Statement upsert(db_,
+                   "INSERT INTO jobs (id, number, finished, job) VALUES (?1, ?2, ?3, ?4) "
+                   "ON CONFLICT(id) DO UPDATE SET finished = ?3, job = ?4");
+  upsert.Bind(1, job.id());
+  upsert.Bind(2, NumberOf(job.id()));
+  upsert.Bind(3, static_cast<int64_t>(IsFinished(job.state()) ? 1 : 0));
+  upsert.BindBlob(4, job.SerializeAsString());
+  bool ok = upsert.ok() && sqlite3_step(upsert.get()) == SQLITE_DONE;
+  if (ok && event != nullptr) {
+    Statement insert(db_, "INSERT INTO events (job_id, sequence, event) VALUES (?1, ?2, ?3)");
+    insert.Bind(1, job.id());
+    insert.Bind(2, event->sequence());
+    insert.BindBlob(3, event->SerializeAsString());
+    ok = insert.ok() && sqlite3_step(insert.get()) == SQLITE_DONE;
+  }
+  if (!ok) {
+    const Status error = Error("recording job " + job.id());
+    (void)Exec("ROLLBACK");
+    return error;
+  }
+  return Exec("COMMIT");
+}
+
+StatusOr<std::vector<JobStore::StoredJob>> JobStore::Load() {
+  std::vector<StoredJob> out;
+  Statement jobs(db_, "SELECT job FROM jobs ORDER BY number");
+  if (!jobs.ok()) return Error("loading jobs");
+  int rc;
+  while ((rc = sqlite3_step(jobs.get())) == SQLITE_ROW) {
+    StoredJob stored;
+    if (!stored.job.ParseFromString(jobs.Blob(0))) {
+      return Status::DataLoss("state database " + path_ + ": a job record does not parse");
+    }
+    out.push_back(std::move(stored));
+  }
+  if (rc != SQLITE_DONE) return Error("loading jobs");
+  for (StoredJob& stored : out) {
+    Statement events(db_, "SELECT event FROM events WHERE job_id = ?1 ORDER BY sequence");
+    events.Bind(1, stored.job.id());
+    while ((rc = sqlite3_step(events.get())) == SQLITE_ROW) {
+      v1::JobEvent event;
+      if (!event.ParseFromString(events.Blob(0)) ||
+          event.sequence() != static_cast<int64_t>(stored.events.size()) + 1) {
+        return Status::DataLoss("state database " + path_ + ": the events of job " +
+                                stored.job.id() + " are damaged near sequence " +
+                                std::to_string(stored.events.size() + 1));
+      }
+      stored.events.push_back(std::move(event));
+    }
+    if (rc != SQLITE_DONE) return Error("loading the events of job " + stored.job.id());
+  }
+  return out;
+}
+
+Status JobStore::PruneFinished(int keep) {
+  Statement prune(db_,
+                  "DELETE FROM jobs WHERE finished = 1 AND id NOT IN "
+                  "(SELECT id FROM jobs WHERE finished = 1 ORDER BY number DESC LIMIT ?1)");
+  prune.Bind(1, static_cast<int64_t>(keep));
+  if (!prune.ok() || sqlite3_step(prune.get()) != SQLITE_DONE) return Error("pruning jobs");
+  return Exec("DELETE FROM events WHERE job_id NOT IN (SELECT id FROM jobs)");
+}
+
+}  // namespace accumulus::server

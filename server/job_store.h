@@ -1,0 +1,57 @@
+// The controller's durable state in SQLite (WAL): every job's latest
+// snapshot and every event of its stream with its sequence number, written
+// as they happen and read back whole when a controller starts, so a restart
+// loses no job and no event.
+//
+// Durability: WAL with synchronous=NORMAL survives the controller process
+// dying at any point (kill -9); a power loss may drop the last transactions.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "accumulus/v1/job.pb.h"
+#include "common/status.h"
+
+struct sqlite3;
+
+namespace accumulus::server {
+
+class JobStore {
+ public:
+  struct StoredJob {
+    v1::Job job;
+    std::vector<v1::JobEvent> events;  // sequence order, from 1
+  };
+
+  // Opens the database at `path`, creating it (and its schema) when missing.
+  // A file that is not such a database is DATA_LOSS naming the file.
+  static StatusOr<std::unique_ptr<JobStore>> Open(const std::string& path);
+  ~JobStore();
+  JobStore(const JobStore&) = delete;
+  JobStore& operator=(const JobStore&) = delete;
+
+  // The job's snapshot and, if given, one more event of its stream, in one
+  // transaction.
+  Status Record(const v1::Job& job, const v1::JobEvent* event);
+
+  // Every job, in submission order, with its events.
+  StatusOr<std::vector<StoredJob>> Load();
+
+  // Deletes the oldest finished jobs, with their events, beyond the newest
+  // `keep` finished ones.
+  Status PruneFinished(int keep);
+
+  const std::string& path() const { return path_; }
+
+ private:
+  JobStore(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+  Status Exec(const char* sql);
+  Status Error(const std::string& what) const;
+
+  sqlite3* db_;
+  const std::string path_;
+};
+
+}  // namespace accumulus::server

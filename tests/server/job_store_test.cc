@@ -1,0 +1,117 @@
+// The controller's SQLite store: jobs and their events come back as written,
+// after a reopen too; damaged files give a clear error naming the file.
+#include "server/job_store.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "tests/support/temp_dir.h"
+
+namespace accumulus::server {
+namespace {
+
+v1::Job JobIn(const std::string& id, v1::JobState state) {
+  v1::Job job;
+  job.set_id(id);
+  job.set_state(state);
+  job.set_steps_done(3);
+  return job;
+}
+
+v1::JobEvent StepEvent(int64_t sequence, int64_t step) {
+  v1::JobEvent e;
+  e.set_sequence(sequence);
+  e.mutable_step()->set_step(step);
+  e.mutable_step()->set_loss(0.5 / static_cast<double>(step));
+  return e;
+}
+
+class JobStoreTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<JobStore> Open() {
+    auto store = JobStore::Open(path_);
+    EXPECT_TRUE(store.ok()) << store.status().ToString();
+    return store.ok() ? std::move(*store) : nullptr;
+  }
+
+  const testing::TempDir temp_;
+  const std::string path_ = temp_.path() + "/state.db";
+};
+
+TEST_F(JobStoreTest, JobsAndEventsComeBackAfterAReopen) {
+  {
+    auto store = Open();
+    ASSERT_TRUE(store->Record(JobIn("job-2", v1::JOB_STATE_QUEUED), nullptr).ok());
+    for (int64_t s = 1; s <= 3; ++s) {
+      const v1::JobEvent e = StepEvent(s, s);
+      ASSERT_TRUE(store->Record(JobIn("job-10", v1::JOB_STATE_RUNNING), &e).ok());
+    }
+  }
+  auto loaded = Open()->Load();
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  ASSERT_EQ(loaded->size(), 2u);
+  EXPECT_EQ((*loaded)[0].job.id(), "job-2") << "submission order, not text order";
+  EXPECT_EQ((*loaded)[1].job.state(), v1::JOB_STATE_RUNNING);
+  ASSERT_EQ((*loaded)[1].events.size(), 3u);
+  EXPECT_EQ((*loaded)[1].events[2].step().step(), 3);
+  EXPECT_DOUBLE_EQ((*loaded)[1].events[2].step().loss(), 0.5 / 3);
+}
+
+TEST_F(JobStoreTest, AnEventIsNeverStoredTwice) {
+  auto store = Open();
+  const v1::JobEvent e = StepEvent(1, 1);
+  ASSERT_TRUE(store->Record(JobIn("job-1", v1::JOB_STATE_RUNNING), &e).ok());
+  const Status again = store->Record(JobIn("job-1", v1::JOB_STATE_RUNNING), &e);
+  EXPECT_FALSE(again.ok());
+  auto loaded = store->Load();
+  ASSERT_TRUE(loaded.ok());
+  EXPECT_EQ((*loaded)[0].events.size(), 1u) << "the failed transaction left nothing behind";
+}
+
+TEST_F(JobStoreTest, PruningKeepsTheNewestFinishedJobsAndEveryLiveOne) {
+  auto store = Open();
+  for (int i = 1; i <= 5; ++i) {
+    const v1::JobEvent e = StepEvent(1, 1);
+    const v1::JobState state = i == 2 ? v1::JOB_STATE_RUNNING : v1::JOB_STATE_SUCCEEDED;
+    ASSERT_TRUE(store->Record(JobIn("job-" + std::to_string(i), state), &e).ok());
+  }
+  ASSERT_TRUE(store->PruneFinished(2).ok());
+  auto loaded = store->Load();
+  ASSERT_TRUE(loaded.ok());
+  std::vector<std::string> ids;
+  for (const auto& j : *loaded) ids.push_back(j.job.id());
+  EXPECT_EQ(ids, (std::vector<std::string>{"job-2", "job-4", "job-5"}));
+}
+
+TEST_F(JobStoreTest, AGarbledFileIsAClearErrorNamingIt) {
+  std::ofstream(path_) << std::string(8192, 'x');
+  auto store = JobStore::Open(path_);
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), StatusCode::kDataLoss);
+  EXPECT_NE(store.status().message().find(path_), std::string::npos) << store.status().message();
+  EXPECT_NE(store.status().message().find("not a database"), std::string::npos)
+      << store.status().message();
+}
+
+TEST_F(JobStoreTest, ATruncatedFileIsAClearErrorNotACrash) {
+  {
+    auto store = Open();
+    for (int i = 1; i <= 200; ++i) {
+      const v1::JobEvent e = StepEvent(1, 1);
+      ASSERT_TRUE(store->Record(JobIn("job-" + std::to_string(i), v1::JOB_STATE_RUNNING), &e).ok());
+    }
+  }  // Closing the last connection moves the WAL into the main file.
+  std::error_code ignored;
+  std::filesystem::remove(path_ + "-wal", ignored);
+  std::filesystem::remove(path_ + "-shm", ignored);
+  std::filesystem::resize_file(path_, std::filesystem::file_size(path_) / 3);
+  auto store = JobStore::Open(path_);
+  Status status = store.ok() ? store->get()->Load().status() : store.status();
+  ASSERT_FALSE(status.ok()) << "a third of the database cannot hold every job";
+  EXPECT_NE(status.message().find(path_), std::string::npos) << status.message();
+}
+
+}  // namespace
+}  // namespace accumulus::server
