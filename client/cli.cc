@@ -47,7 +47,9 @@ int Watch(ControllerClient& client, const GlobalFlags& flags, const std::string&
   std::string final_reason = job->reason();
   int64_t steps_total = job->steps_total();
   int64_t steps_done = 0;
-  const Status status = client.Watch(job_id, 0, [&](const v1::JobEvent& event) {
+  int64_t last_sequence = 0;
+  auto on_event = [&](const v1::JobEvent& event) {
+    last_sequence = event.sequence();
     if (event.has_state()) {
       final_state = event.state().state();
       final_reason = event.state().reason();
@@ -65,7 +67,16 @@ int Watch(ControllerClient& client, const GlobalFlags& flags, const std::string&
     } else {
       std::cout << EventLine(event) << "\n" << std::flush;
     }
-  });
+  };
+  Status status = client.Watch(job_id, last_sequence, on_event);
+  // A dropped connection or a controller restart: follow on from the last
+  // event seen, so nothing is shown twice or missed (the controller keeps
+  // every event). The call waits until the controller is reachable again.
+  while (status.code() == StatusCode::kUnavailable) {
+    std::cerr << "lost the controller (" << status.message() << "); reconnecting after event "
+              << last_sequence << "...\n";
+    status = client.Watch(job_id, last_sequence, on_event);
+  }
   if (live) std::cout << "\r\033[K" << std::flush;
   if (!status.ok()) return Fail(status);
   if (final_state == v1::JOB_STATE_SUCCEEDED) return 0;

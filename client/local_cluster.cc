@@ -29,7 +29,9 @@ StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(const LocalClusterOp
                      "--metrics-host",
                      options.listen_host,
                      "--metrics-port",
-                     std::to_string(options.metrics_port)};
+                     std::to_string(options.metrics_port),
+                     "--data-dir",
+                     (dir / "controller").string()};
   controller.capture_stdout = true;
   controller.log_path = cluster->controller_log_;
   auto c = Subprocess::Spawn(controller);

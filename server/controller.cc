@@ -7,7 +7,17 @@ namespace accumulus::server {
 StatusOr<std::unique_ptr<Controller>> Controller::Start(const ControllerOptions& options) {
   std::unique_ptr<Controller> c(new Controller());
   c->metrics_ = std::make_unique<ControllerMetrics>(&c->registry_);
-  c->jobs_ = std::make_unique<JobManager>(c->metrics_.get());
+  if (!options.state_db.empty()) {
+    StatusOr<std::unique_ptr<JobStore>> store = JobStore::Open(options.state_db);
+    if (!store.ok()) return store.status();
+    c->store_ = std::move(*store);
+  }
+  c->jobs_ = std::make_unique<JobManager>(c->metrics_.get(), c->store_.get());
+  c->jobs_->set_keep_finished(options.keep_finished_jobs);
+  // Before serving: a client must never see a job missing that was there.
+  if (Status s = c->jobs_->Recover(std::chrono::milliseconds(options.worker_grace_ms)); !s.ok()) {
+    return s;
+  }
   c->controller_service_ = std::make_unique<ControllerService>(c->jobs_.get(), c->metrics_.get());
   c->worker_link_service_ =
       std::make_unique<WorkerLinkService>(c->jobs_.get(), options.heartbeat_interval_ms);
@@ -30,6 +40,16 @@ StatusOr<std::unique_ptr<Controller>> Controller::Start(const ControllerOptions&
   }
   c->server_->GetHealthCheckService()->SetServingStatus(true);
 
+  c->housekeeper_ = std::thread([controller = c.get()] {
+    std::unique_lock<std::mutex> lock(controller->housekeeper_mutex_);
+    while (!controller->housekeeper_wake_.wait_for(lock, std::chrono::milliseconds(500),
+                                                   [&] { return controller->housekeeper_stop_; })) {
+      lock.unlock();
+      controller->jobs_->Expire();
+      lock.lock();
+    }
+  });
+
   if (options.metrics_port >= 0) {
     auto exporter =
         metrics::HttpExporter::Start(options.metrics_host, options.metrics_port, &c->registry_);
@@ -46,6 +66,12 @@ void Controller::Shutdown(std::chrono::milliseconds deadline) {
   server_->Shutdown(std::chrono::system_clock::now() + deadline);
   server_->Wait();
   exporter_.reset();
+  {
+    std::lock_guard<std::mutex> lock(housekeeper_mutex_);
+    housekeeper_stop_ = true;
+  }
+  housekeeper_wake_.notify_all();
+  if (housekeeper_.joinable()) housekeeper_.join();
 }
 
 Controller::~Controller() {

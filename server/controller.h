@@ -5,8 +5,11 @@
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 
 #include "common/metrics/http_exporter.h"
 #include "common/metrics/registry.h"
@@ -14,6 +17,7 @@
 #include "server/controller_metrics.h"
 #include "server/controller_service.h"
 #include "server/job_manager.h"
+#include "server/job_store.h"
 #include "server/worker_link_service.h"
 
 namespace accumulus::server {
@@ -25,6 +29,13 @@ struct ControllerOptions {
   std::string metrics_host = "0.0.0.0";
   int metrics_port = 7601;
   int heartbeat_interval_ms = 5000;
+  // The state database (SQLite); empty: state in memory only, lost on exit.
+  std::string state_db;
+  // Finished jobs kept, with their events (older ones are deleted).
+  int64_t keep_finished_jobs = 1000;
+  // After a restart, how long workers have to reconnect and claim the
+  // ranks they run before those count as lost.
+  int worker_grace_ms = 30000;
 };
 
 class Controller {
@@ -50,6 +61,12 @@ class Controller {
   std::unique_ptr<metrics::HttpExporter> exporter_;
   int grpc_port_ = 0;
   bool shut_down_ = false;
+  std::unique_ptr<JobStore> store_;
+  // Calls JobManager::Expire periodically until Shutdown.
+  std::thread housekeeper_;
+  std::mutex housekeeper_mutex_;
+  std::condition_variable housekeeper_wake_;
+  bool housekeeper_stop_ = false;
 };
 
 }  // namespace accumulus::server

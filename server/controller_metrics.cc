@@ -19,6 +19,9 @@ ControllerMetrics::ControllerMetrics(metrics::Registry* r)
       job_restarts(r->AddCounter("accumulus_job_restarts_total",
                                  "Failed attempts restarted (from the newest checkpoint).")
                        ->WithLabels({})),
+      store_errors(r->AddCounter("accumulus_store_errors_total",
+                                 "Writes to the state database that failed (not durable).")
+                       ->WithLabels({})),
       watchers(r->AddGauge("accumulus_watchers", "Open WatchJob streams.")->WithLabels({})),
       job_steps(r->AddCounter("accumulus_job_steps_total", "Optimizer steps taken.", {"job_id"})),
       job_loss(r->AddGauge("accumulus_job_loss", "Mean loss of the latest window.", {"job_id"})),

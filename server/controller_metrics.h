@@ -16,6 +16,7 @@ struct ControllerMetrics {
   metrics::Gauge* device_slots_free;
   metrics::Counter* events_total;
   metrics::Counter* job_restarts;
+  metrics::Counter* store_errors;
   metrics::Gauge* watchers;
   // Per running job (label job_id: Prometheus reserves `job` for the scrape
   // target); removed when the job ends.

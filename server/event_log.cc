@@ -40,6 +40,25 @@ int64_t EventLog::last_sequence() const {
   return static_cast<int64_t>(events_.size());
 }
 
+void EventLog::Restore(std::vector<v1::JobEvent> events, bool closed) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  events_ = std::move(events);
+  closed_ = closed;
+}
+
+bool EventLog::HasRecent(const v1::JobEvent& event, size_t window) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const size_t from = events_.size() > window ? events_.size() - window : 0;
+  for (size_t i = events_.size(); i > from; --i) {
+    const v1::JobEvent& e = events_[i - 1];
+    if (e.has_log() && e.log().text() == event.log().text() &&
+        e.time().seconds() == event.time().seconds() && e.time().nanos() == event.time().nanos()) {
+      return true;
+    }
+  }
+  return false;
+}
+
 bool EventLog::closed() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return closed_;

@@ -31,11 +31,18 @@ class EventLog {
   // call Notify() once the caller has released its own locks.
   const v1::JobEvent& Append(v1::JobEvent event, bool closes);
 
+  // Refills the log of a recovered job: `events` as stored (sequences 1..n),
+  // closed when the job had ended.
+  void Restore(std::vector<v1::JobEvent> events, bool closed);
+
   // Tells every listener that the log changed.
   void Notify();
 
   // The event with sequence number `after + 1`, if recorded.
   bool Read(int64_t after, v1::JobEvent* out) const;
+  // True when one of the newest `window` events is a log message with the
+  // same time and text as `event`'s (a resent copy).
+  bool HasRecent(const v1::JobEvent& event, size_t window) const;
   // The highest sequence number recorded (0: none).
   int64_t last_sequence() const;
   // True once the final event was appended.

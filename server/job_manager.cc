@@ -129,12 +129,14 @@ StatusOr<v1::Job> JobManager::Resume(const std::string& job_id) {
       return Status::FailedPrecondition("job " + job_id + " is " + StateLabel(current.state()) +
                                         ": only a cancelled or failed job can be resumed");
     }
+    finished_.erase(std::remove(finished_.begin(), finished_.end(), job_id), finished_.end());
     v1::Attempt* ended = current.add_attempts();
     ended->set_number(current.attempt());
     *ended->mutable_ended_at() = current.finished_at();
     ended->set_reason(StateLabel(current.state()) + ": " + current.reason());
     ended->set_last_step(current.steps_done());
     current.set_attempt(current.attempt() + 1);
+    current.set_steps_done(0);
     current.clear_finished_at();
     current.clear_worker_id();
     const std::string from = current.spec().checkpoint().dir().empty()
@@ -176,6 +178,100 @@ std::vector<v1::WorkerInfo> JobManager::Workers() const {
   return out;
 }
 
+Status JobManager::Recover(std::chrono::milliseconds worker_grace) {
+  if (store_ == nullptr) return Status::Ok();
+  StatusOr<std::vector<JobStore::StoredJob>> stored = store_->Load();
+  if (!stored.ok()) return stored.status();
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto deadline = std::chrono::steady_clock::now() + worker_grace;
+  for (JobStore::StoredJob& s : *stored) {
+    const std::string id = s.job.id();
+    JobRecord& record = jobs_[id];
+    record.job = std::move(s.job);
+    const v1::JobState state = record.job.state();
+    // The plans of the current attempt already recorded (after its last
+    // placement), so a resent one is known as such.
+    for (auto e = s.events.rbegin(); e != s.events.rend(); ++e) {
+      if (e->has_state() && e->state().state() == v1::JOB_STATE_STARTING) break;
+      if (e->has_runtime()) record.planned_ranks.insert(e->runtime().rank());
+    }
+    record.log = std::make_shared<EventLog>(id);
+    record.log->Restore(std::move(s.events), IsTerminal(state));
+    job_order_.push_back(id);
+    if (IsTerminal(state)) finished_.push_back(id);
+    next_job_number_ =
+        std::max<int64_t>(next_job_number_, std::stoll(id.substr(id.rfind('-') + 1)) + 1);
+    metrics_->jobs->WithLabels({StateLabel(state)})->Increment();
+    if (state == v1::JOB_STATE_QUEUED) {
+      queue_.push_back(id);
+    } else if (!IsTerminal(state)) {
+      // Placed: its ranks run on (or were lost with) their workers, which
+      // claim them when they reconnect.
+      for (const v1::RankPlacement& p : record.job.placements()) {
+        record.slots[p.worker_id()].push_back(p.slot());
+        awaited_workers_.emplace(p.worker_id(), deadline);
+      }
+      record.rendezvous_port = record.job.rendezvous_port();
+      if (record.job.placements_size() > 0) {
+        record.rendezvous_worker = record.job.placements(0).worker_id();
+      }
+    }
+  }
+  UpdateGaugesLocked();
+  spdlog::info("recovered {} job(s) from {}; waiting for {} worker(s) to reconnect", stored->size(),
+               store_->path(), awaited_workers_.size());
+  return Status::Ok();
+}
+
+void JobManager::Expire() {
+  Touched touched;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    PruneFinishedLocked();
+    const auto now = std::chrono::steady_clock::now();
+    bool lost_any = false;
+    for (auto it = awaited_workers_.begin(); it != awaited_workers_.end();) {
+      if (now < it->second) {
+        ++it;
+        continue;
+      }
+      const std::string worker_id = it->first;
+      it = awaited_workers_.erase(it);
+      for (auto& [job_id, record] : jobs_) {
+        if (IsTerminal(record.job.state()) || record.slots.count(worker_id) == 0) continue;
+        LoseRanksLocked(&record, worker_id,
+                        "worker " + worker_id + " did not reconnect after the controller restarted",
+                        &touched);
+        lost_any = true;
+      }
+    }
+    if (lost_any) {
+      ScheduleLocked(&touched);
+      UpdateGaugesLocked();
+    }
+  }
+  NotifyAll(touched);
+}
+
+void JobManager::PruneFinishedLocked() {
+  if (keep_finished_ <= 0 || static_cast<int64_t>(finished_.size()) <= keep_finished_) return;
+  while (static_cast<int64_t>(finished_.size()) > keep_finished_) {
+    const std::string id = finished_.front();
+    finished_.pop_front();
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) continue;
+    metrics_->jobs->WithLabels({StateLabel(it->second.job.state())})->Decrement();
+    jobs_.erase(it);  // a watcher still streaming holds the log itself
+    job_order_.erase(std::remove(job_order_.begin(), job_order_.end(), id), job_order_.end());
+  }
+  if (store_ != nullptr) {
+    if (Status s = store_->PruneFinished(static_cast<int>(keep_finished_)); !s.ok()) {
+      metrics_->store_errors->Increment();
+      spdlog::error("{}", s.message());
+    }
+  }
+}
+
 uint64_t JobManager::WorkerConnected(const v1::Register& registration, WorkerSender sender) {
   Touched touched;
   uint64_t session = 0;
@@ -185,15 +281,22 @@ uint64_t JobManager::WorkerConnected(const v1::Register& registration, WorkerSen
     const std::set<std::string> still_running(registration.running_job_ids().begin(),
                                               registration.running_job_ids().end());
     WorkerRecord& worker = workers_[id];
+    // After a controller restart, the jobs recovered with ranks here are this
+    // worker's previous session.
+    if (awaited_workers_.erase(id) > 0) {
+      for (auto& [job_id, record] : jobs_) {
+        if (IsTerminal(record.job.state()) || record.slots.count(id) == 0) continue;
+        worker.jobs.insert(job_id);
+        if (record.rendezvous_port != 0 && record.rendezvous_worker == id) {
+          worker.ports_in_use.insert(record.rendezvous_port);
+        }
+      }
+    }
     // Ranks of a previous session that the worker no longer runs are lost.
     for (const std::string& job_id : std::set<std::string>(worker.jobs)) {
       if (still_running.count(job_id) > 0) continue;
-      JobRecord* record = FindLocked(job_id);
-      WorkerLeftJobLocked(record, id);
-      EndJobEarlyLocked(record, v1::JOB_STATE_FAILED,
-                        "worker " + id + " reconnected without the job", /*permanent=*/false,
-                        &touched);
-      RequeueIfStoppedLocked(record, &touched);
+      LoseRanksLocked(FindLocked(job_id), id, "worker " + id + " reconnected without the job",
+                      &touched);
     }
     worker.registration = registration;
     worker.session = session = next_session_++;
@@ -233,11 +336,8 @@ void JobManager::WorkerGone(const std::string& worker_id, uint64_t session,
     auto it = workers_.find(worker_id);
     if (it == workers_.end() || it->second.session != session) return;  // replaced
     for (const std::string& job_id : std::set<std::string>(it->second.jobs)) {
-      JobRecord* record = FindLocked(job_id);
-      WorkerLeftJobLocked(record, worker_id);
-      EndJobEarlyLocked(record, v1::JOB_STATE_FAILED, "worker " + worker_id + " lost: " + reason,
-                        /*permanent=*/false, &touched);
-      RequeueIfStoppedLocked(record, &touched);
+      LoseRanksLocked(FindLocked(job_id), worker_id, "worker " + worker_id + " lost: " + reason,
+                      &touched);
     }
     workers_.erase(it);
     ScheduleLocked(&touched);
@@ -257,11 +357,13 @@ void JobManager::RecordEvents(const std::string& worker_id, const v1::TrainerEve
       return;  // A late event of a job (or attempt) that ended or moved.
     }
     for (const v1::JobEvent& event : events.events()) {
+      if (IsDuplicateLocked(*record, event)) continue;
       if (event.has_step() && record->job.batch().devices() > 1) {
         MergeStepLocked(record, worker_id, event);
       } else if (event.has_step()) {
         RecordStepLocked(record, event);
       } else {
+        if (event.has_runtime()) record->planned_ranks.insert(event.runtime().rank());
         // The trainer's plan is authoritative (file data sets are sized only
         // once read).
         if (event.has_runtime() && event.runtime().rank() == 0) {
@@ -270,16 +372,18 @@ void JobManager::RecordEvents(const std::string& worker_id, const v1::TrainerEve
           // the last attempt trained and checkpointed but whose events died
           // with it (a killed worker's unsent buffer) are said to be so.
           const int64_t resumed = event.runtime().resumed_from_step();
-          if (resumed > record->job.steps_done()) {
+          const int64_t reported = record->job.attempts_size() > 0
+                                       ? record->job.attempts().rbegin()->last_step()
+                                       : 0;
+          if (resumed > reported) {
             v1::JobEvent lost;
             lost.mutable_log()->set_level(v1::LogMessage::LEVEL_WARNING);
-            lost.mutable_log()->set_text("steps " + std::to_string(record->job.steps_done() + 1) +
-                                         " to " + std::to_string(resumed) +
-                                         " were trained and checkpointed by attempt " +
-                                         std::to_string(record->job.attempt() - 1) +
-                                         ", but their metrics were lost with it");
-            record->log->Append(std::move(lost), /*closes=*/false);
-            metrics_->events_total->Increment();
+            lost.mutable_log()->set_text(
+                "steps " + std::to_string(reported + 1) + " to " + std::to_string(resumed) +
+                " were trained and checkpointed by attempt " +
+                std::to_string(record->job.attempt() - 1) +
+                ", but their metrics were lost with it");
+            AppendLocked(record, std::move(lost), /*closes=*/false);
           }
           record->job.set_steps_done(resumed);
           // micro_batch: auto is decided there too.
@@ -289,8 +393,7 @@ void JobManager::RecordEvents(const std::string& worker_id, const v1::TrainerEve
         }
         v1::JobEvent copy = event;
         copy.clear_sequence();
-        record->log->Append(std::move(copy), /*closes=*/false);
-        metrics_->events_total->Increment();
+        AppendLocked(record, std::move(copy), /*closes=*/false);
       }
     }
     touched.push_back(record->log);
@@ -350,6 +453,7 @@ void JobManager::SetStateLocked(JobRecord* record, v1::JobState state, const std
   job.set_reason(reason);
   const bool terminal = IsTerminal(state);
   if (terminal) {
+    finished_.push_back(job.id());
     *job.mutable_finished_at() = TimeUtil::GetCurrentTime();
     record->pending_steps.clear();
     // Per-job series end with the job.
@@ -369,8 +473,7 @@ void JobManager::SetStateLocked(JobRecord* record, v1::JobState state, const std
     metrics_->job_step_seconds->Remove(labels);
     spdlog::info("job {} {}{}{}", job.id(), StateLabel(state), reason.empty() ? "" : ": ", reason);
   }
-  record->log->Append(StateEvent(state, reason, job.worker_id()), terminal);
-  metrics_->events_total->Increment();
+  AppendLocked(record, StateEvent(state, reason, job.worker_id()), terminal);
   touched->push_back(record->log);
 }
 
@@ -389,6 +492,13 @@ void JobManager::WorkerLeftJobLocked(JobRecord* record, const std::string& worke
     if (owner != workers_.end()) owner->second.ports_in_use.erase(record->rendezvous_port);
     record->rendezvous_port = 0;
   }
+}
+
+void JobManager::LoseRanksLocked(JobRecord* record, const std::string& worker_id,
+                                 const std::string& reason, Touched* touched) {
+  WorkerLeftJobLocked(record, worker_id);
+  EndJobEarlyLocked(record, v1::JOB_STATE_FAILED, reason, /*permanent=*/false, touched);
+  RequeueIfStoppedLocked(record, touched);
 }
 
 void JobManager::EndJobEarlyLocked(JobRecord* record, v1::JobState state, const std::string& reason,
@@ -423,6 +533,8 @@ void JobManager::RequeueIfStoppedLocked(JobRecord* record, Touched* touched) {
   v1::Job& job = record->job;
   if (job.state() != v1::JOB_STATE_RESTARTING || !record->slots.empty()) return;
   job.set_attempt(job.attempt() + 1);
+  // Until its plan says where it resumes (see RecordEvents).
+  job.set_steps_done(0);
   job.clear_worker_id();
   const std::string from = job.spec().checkpoint().dir().empty()
                                ? "from the start (the job has no checkpoint.dir)"
@@ -473,12 +585,14 @@ bool JobManager::PlaceLocked(JobRecord* record, Touched* touched) {
     if (port == 0) return false;  // all of rank 0's ports are taken: wait
     rank0.ports_in_use.insert(port);
     record->rendezvous_port = port;
+    record->job.set_rendezvous_port(port);
     record->rendezvous_worker = ranks->front().worker_id;
   }
 
   const std::string& id = record->job.id();
   record->job.set_worker_id(ranks->front().worker_id);
   record->job.clear_placements();
+  record->planned_ranks.clear();
   std::map<std::string, v1::ControllerMessage> messages;  // one per worker
   for (int32_t rank = 0; rank < devices; ++rank) {
     const RankSlot& r = (*ranks)[static_cast<size_t>(rank)];
@@ -491,6 +605,7 @@ bool JobManager::PlaceLocked(JobRecord* record, Touched* touched) {
     placement->set_rank(rank);
     placement->set_worker_id(r.worker_id);
     placement->set_device(DeviceName(device));
+    placement->set_slot(r.slot);
 
     v1::Assignment* assign = messages[r.worker_id].mutable_assign();
     assign->set_job_id(id);
@@ -537,6 +652,22 @@ void JobManager::ScheduleLocked(Touched* touched) {
     it = queue_.erase(it);
     UpdateGaugesLocked();
   }
+}
+
+bool JobManager::IsDuplicateLocked(const JobRecord& record, const v1::JobEvent& event) const {
+  if (event.has_step()) {
+    const int64_t step = event.step().step();
+    if (step <= record.job.steps_done()) return true;
+    auto pending = record.pending_steps.find(step);
+    if (pending == record.pending_steps.end()) return false;
+    for (const auto& [worker, report] : pending->second) {
+      if (report.rank() == event.step().rank()) return true;
+    }
+    return false;
+  }
+  if (event.has_runtime()) return record.planned_ranks.count(event.runtime().rank()) > 0;
+  // Logs: the trainer stamps each with its time.
+  return event.has_log() && record.log->HasRecent(event, /*window=*/256);
 }
 
 void JobManager::MergeStepLocked(JobRecord* record, const std::string& worker_id,
@@ -592,8 +723,7 @@ void JobManager::RecordStepLocked(JobRecord* record, v1::JobEvent event) {
   for (const v1::RankStepMetrics& rank : step.ranks()) RecordRankMemoryLocked(id, rank);
   metrics_->job_step_seconds->WithLabels({id})->Observe(step.step_seconds());
   event.clear_sequence();
-  record->log->Append(std::move(event), /*closes=*/false);
-  metrics_->events_total->Increment();
+  AppendLocked(record, std::move(event), /*closes=*/false);
 }
 
 void JobManager::RecordRankMemoryLocked(const std::string& job_id,
@@ -608,6 +738,19 @@ void JobManager::RecordRankMemoryLocked(const std::string& job_id,
       static_cast<double>(rank.allocator_reserved_bytes()));
   metrics_->job_allocator_retries->WithLabels(labels)->Set(
       static_cast<double>(rank.allocator_retries()));
+}
+
+void JobManager::AppendLocked(JobRecord* record, v1::JobEvent event, bool closes) {
+  const v1::JobEvent& appended = record->log->Append(std::move(event), closes);
+  metrics_->events_total->Increment();
+  if (store_ == nullptr) return;
+  // The controller keeps running on what it holds in memory; the error says
+  // what a restart would lose.
+  if (Status s = store_->Record(record->job, &appended); !s.ok()) {
+    metrics_->store_errors->Increment();
+    spdlog::error("{} (event {} of job {} is not durable)", s.message(), appended.sequence(),
+                  record->job.id());
+  }
 }
 
 void JobManager::UpdateGaugesLocked() {

@@ -5,7 +5,9 @@
 // workers are queued, watchers are told after it is released).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -20,6 +22,7 @@
 #include "common/status.h"
 #include "server/controller_metrics.h"
 #include "server/event_log.h"
+#include "server/job_store.h"
 
 namespace accumulus::server {
 
@@ -28,7 +31,21 @@ class JobManager {
   // Queues a message on a worker's link; must not block.
   using WorkerSender = std::function<void(const v1::ControllerMessage&)>;
 
-  explicit JobManager(ControllerMetrics* metrics) : metrics_(metrics) {}
+  // `store` (may be null: state in memory only) receives every job change
+  // and event; Recover() reads it back.
+  explicit JobManager(ControllerMetrics* metrics, JobStore* store = nullptr)
+      : metrics_(metrics), store_(store) {}
+
+  // Rebuilds the jobs and their event logs from the store (a controller
+  // restart). Queued jobs queue again; placed ones wait for their workers to
+  // reconnect and report them, for up to `worker_grace` (Expire()).
+  Status Recover(std::chrono::milliseconds worker_grace);
+  // Ranks on workers that did not come back within the grace are lost (the
+  // job restarts or fails). Called periodically.
+  void Expire();
+  // How many finished jobs (and their events) to keep, in memory and in the
+  // store; the oldest beyond go at the next Expire(). 0: all.
+  void set_keep_finished(int64_t keep) { keep_finished_ = keep; }
 
   // Client API ---------------------------------------------------------------
 
@@ -70,6 +87,9 @@ class JobManager {
     // Step reports of data-parallel ranks (with the worker that sent each),
     // merged into one event once every rank's has arrived.
     std::map<int64_t, std::vector<std::pair<std::string, v1::StepMetrics>>> pending_steps;
+    // Ranks of the current attempt whose plan (RuntimeInfo) was recorded:
+    // a worker resends its recent messages after a reconnect.
+    std::set<int32_t> planned_ranks;
   };
   struct WorkerRecord {
     v1::Register registration;
@@ -103,21 +123,36 @@ class JobManager {
   void SendCancelLocked(const JobRecord& record, const std::string& reason);
   bool PlaceLocked(JobRecord* record, Touched* touched);
   void ScheduleLocked(Touched* touched);
+  // An event the job already has: a worker resends its most recent messages
+  // after a reconnect, not knowing which ones the controller recorded.
+  bool IsDuplicateLocked(const JobRecord& record, const v1::JobEvent& event) const;
   void MergeStepLocked(JobRecord* record, const std::string& worker_id, v1::JobEvent event);
   void RecordStepLocked(JobRecord* record, v1::JobEvent event);
   void RecordRankMemoryLocked(const std::string& job_id, const v1::RankStepMetrics& rank);
+  // Appends to the job's log and records the job and the event durably.
+  void AppendLocked(JobRecord* record, v1::JobEvent event, bool closes);
+  // The ranks of `record` on `worker_id` are gone: the attempt ends.
+  void LoseRanksLocked(JobRecord* record, const std::string& worker_id, const std::string& reason,
+                       Touched* touched);
   void UpdateGaugesLocked();
+  void PruneFinishedLocked();
   static void NotifyAll(const Touched& touched);
 
   ControllerMetrics* const metrics_;
+  JobStore* const store_;
 
   mutable std::mutex mutex_;
   // State below is protected by mutex_.
   std::map<std::string, JobRecord> jobs_;
   std::vector<std::string> job_order_;  // submission order
   std::vector<std::string> queue_;      // QUEUED jobs, FIFO
+  std::deque<std::string> finished_;    // ended jobs, oldest first (retention)
   std::map<std::string, WorkerRecord> workers_;
   int64_t next_job_number_ = 1;
+  int64_t keep_finished_ = 0;
+  // After a restart: workers that recovered jobs have ranks on, and until
+  // when they may reconnect to claim them.
+  std::map<std::string, std::chrono::steady_clock::time_point> awaited_workers_;
   uint64_t next_session_ = 1;
 };
 

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 
 #include "common/logging.h"
@@ -26,6 +27,20 @@ int main(int argc, char** argv) {
                  "worker heartbeat / keepalive interval")
       ->check(CLI::Range(100, 600000))
       ->capture_default_str();
+  std::string data_dir = "accumulus-data";
+  app.add_option("--data-dir", data_dir, "where the controller keeps its state")
+      ->capture_default_str();
+  app.add_option("--state-db", options.state_db,
+                 "the SQLite state database (default: DATA_DIR/state.db; \"memory\": none, state "
+                 "is lost on exit)");
+  app.add_option("--keep-finished-jobs", options.keep_finished_jobs,
+                 "finished jobs kept with their events (0: all)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--worker-grace-ms", options.worker_grace_ms,
+                 "after a restart, how long workers have to reconnect and claim their ranks")
+      ->check(CLI::Range(0, 3600000))
+      ->capture_default_str();
   app.add_option("--log-level", logging.level)->capture_default_str();
   app.add_option("--log-format", logging.format, "text or json")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
@@ -33,6 +48,17 @@ int main(int argc, char** argv) {
   if (auto s = accumulus::SetUpLogging("controller", logging); !s.ok()) {
     std::cerr << s.message() << "\n";
     return 2;
+  }
+  if (options.state_db.empty()) {
+    std::error_code error;
+    std::filesystem::create_directories(data_dir, error);
+    if (error) {
+      std::cerr << "--data-dir " << data_dir << ": " << error.message() << "\n";
+      return 2;
+    }
+    options.state_db = data_dir + "/state.db";
+  } else if (options.state_db == "memory") {
+    options.state_db.clear();
   }
   accumulus::BlockTerminationSignals();
   auto controller = accumulus::server::Controller::Start(options);

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <set>
 
 namespace accumulus::worker {
 
@@ -79,7 +80,19 @@ bool ControllerLink::RunSession() {
   auto stream = stub_->Connect(&context);
   v1::WorkerMessage hello;
   *hello.mutable_register_() = registration_;
-  for (const std::string& id : running_jobs_()) hello.mutable_register_()->add_running_job_ids(id);
+  std::set<std::string> running;
+  for (const std::string& id : running_jobs_()) running.insert(id);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    outbox_.insert(outbox_.begin(), sent_window_.begin(), sent_window_.end());
+    sent_window_.clear();
+    // A job whose end the controller has not heard of yet still counts as
+    // running here: the buffered status tells how it ended.
+    for (const v1::WorkerMessage& m : outbox_) {
+      if (m.has_status()) running.insert(m.status().job_id());
+    }
+  }
+  for (const std::string& id : running) hello.mutable_register_()->add_running_job_ids(id);
 
   bool registered = false;
   v1::ControllerMessage reply;
@@ -136,6 +149,10 @@ void ControllerLink::WriteLoop(
       // Not delivered: keep it for the next session.
       if (!message.has_heartbeat()) outbox_.push_front(std::move(message));
       return;
+    }
+    if (!message.has_heartbeat() && options_.resend_window > 0) {
+      sent_window_.push_back(std::move(message));
+      if (sent_window_.size() > options_.resend_window) sent_window_.pop_front();
     }
   }
 }

@@ -26,6 +26,10 @@ struct LinkOptions {
   // Messages kept while disconnected; beyond this the oldest are dropped
   // (and the drop is logged).
   size_t max_buffered = 100000;
+  // Messages already written are kept this long (the newest N) and written
+  // again after a reconnect: the controller may have died before recording
+  // them. It drops what it already has.
+  size_t resend_window = 1024;
 };
 
 class ControllerLink {
@@ -62,6 +66,7 @@ class ControllerLink {
   std::condition_variable changed_;
   // State below is protected by mutex_.
   std::deque<v1::WorkerMessage> outbox_;
+  std::deque<v1::WorkerMessage> sent_window_;  // written, maybe not recorded
   bool stopping_ = false;
   bool session_live_ = false;
   grpc::ClientContext* context_ = nullptr;  // of the live session, for Stop

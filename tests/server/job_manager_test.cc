@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "common/metrics/registry.h"
+#include "tests/support/temp_dir.h"
 
 namespace accumulus::server {
 namespace {
@@ -377,6 +378,102 @@ TEST_F(JobManagerTest, AWorkerBackWithARankOfAMovedJobIsToldToStopIt) {
   ASSERT_TRUE(a.back().has_cancel());
   EXPECT_EQ(a.back().cancel().job_id(), id);
   EXPECT_EQ(State(id), v1::JOB_STATE_STARTING) << "attempt 2 is untouched";
+}
+
+v1::TrainerEvents StepReport(const std::string& job_id, int64_t step) {
+  v1::TrainerEvents events;
+  events.set_job_id(job_id);
+  events.add_events()->mutable_step()->set_step(step);
+  return events;
+}
+
+// A controller restart: a new JobManager on the same store.
+class RecoveryTest : public JobManagerTest {
+ protected:
+  std::unique_ptr<JobStore> OpenStore() {
+    auto store = JobStore::Open(temp_.path() + "/state.db");
+    EXPECT_TRUE(store.ok()) << store.status().ToString();
+    return std::move(*store);
+  }
+  const testing::TempDir temp_;
+};
+
+TEST_F(RecoveryTest, JobsAndTheirEventsSurviveAndWorkersClaimTheirRanks) {
+  std::string running, queued;
+  int64_t last_sequence = 0;
+  {
+    auto store = OpenStore();
+    JobManager before(&metrics_, store.get());
+    std::vector<v1::ControllerMessage> inbox;
+    before.WorkerConnected(Worker("w1", 1), Inbox(&inbox));
+    running = before.Submit(SmallSpec())->id();
+    queued = before.Submit(SmallSpec())->id();
+    before.RecordStatus("w1", Ended(running, v1::JOB_STATE_RUNNING, ""));
+    before.RecordEvents("w1", StepReport(running, 1));
+    last_sequence = (*before.Events(running))->last_sequence();
+  }  // the controller dies
+
+  metrics::Registry registry;
+  ControllerMetrics metrics(&registry);
+  auto store = OpenStore();
+  JobManager after(&metrics, store.get());
+  ASSERT_TRUE(after.Recover(std::chrono::seconds(60)).ok());
+  EXPECT_EQ(after.Get(running)->state(), v1::JOB_STATE_RUNNING);
+  EXPECT_EQ(after.Get(running)->steps_done(), 1);
+  EXPECT_EQ(after.Get(queued)->state(), v1::JOB_STATE_QUEUED);
+  EXPECT_EQ((*after.Events(running))->last_sequence(), last_sequence);
+  EXPECT_EQ(after.Submit(SmallSpec())->id(), "job-3") << "numbering continues";
+
+  // The worker comes back still running its job: it keeps the slot, so the
+  // queued job still waits.
+  std::vector<v1::ControllerMessage> inbox;
+  v1::Register back = Worker("w1", 1);
+  back.add_running_job_ids(running);
+  after.WorkerConnected(back, Inbox(&inbox));
+  EXPECT_TRUE(inbox.empty()) << "nothing to assign, nothing to cancel";
+  // It resends what it sent last; the step already recorded is not doubled.
+  after.RecordEvents("w1", StepReport(running, 1));
+  after.RecordEvents("w1", StepReport(running, 2));
+  EXPECT_EQ((*after.Events(running))->last_sequence(), last_sequence + 1);
+  after.RecordStatus("w1", Ended(running, v1::JOB_STATE_SUCCEEDED, ""));
+  EXPECT_EQ(after.Get(running)->state(), v1::JOB_STATE_SUCCEEDED);
+  ASSERT_FALSE(inbox.empty());
+  EXPECT_EQ(inbox.back().assign().job_id(), queued);
+}
+
+TEST_F(RecoveryTest, RanksOnAWorkerThatNeverReturnsAreLost) {
+  std::string id;
+  {
+    auto store = OpenStore();
+    JobManager before(&metrics_, store.get());
+    std::vector<v1::ControllerMessage> inbox;
+    before.WorkerConnected(Worker("w1", 1), Inbox(&inbox));
+    id = before.Submit(SmallSpec())->id();
+  }
+  metrics::Registry registry;
+  ControllerMetrics metrics(&registry);
+  auto store = OpenStore();
+  JobManager after(&metrics, store.get());
+  ASSERT_TRUE(after.Recover(std::chrono::milliseconds(0)).ok());
+  after.Expire();
+  EXPECT_EQ(after.Get(id)->state(), v1::JOB_STATE_FAILED);
+  EXPECT_EQ(after.Get(id)->reason(), "worker w1 did not reconnect after the controller restarted");
+}
+
+TEST_F(JobManagerTest, OnlyTheNewestFinishedJobsAreKept) {
+  std::vector<v1::ControllerMessage> inbox;
+  jobs_.WorkerConnected(Worker("w1", 1), Inbox(&inbox));
+  jobs_.set_keep_finished(2);
+  std::vector<std::string> ids;
+  for (int i = 0; i < 4; ++i) {
+    ids.push_back(jobs_.Submit(SmallSpec())->id());
+    jobs_.RecordStatus("w1", Ended(ids.back(), v1::JOB_STATE_SUCCEEDED, ""));
+  }
+  jobs_.Expire();
+  EXPECT_FALSE(jobs_.Get(ids[0]).ok());
+  EXPECT_FALSE(jobs_.Get(ids[1]).ok());
+  EXPECT_TRUE(jobs_.Get(ids[3]).ok());
+  EXPECT_EQ(jobs_.List().size(), 2u);
 }
 
 }  // namespace

@@ -36,11 +36,16 @@ TestCluster::TestCluster() {
   if (mkdtemp(pattern) == nullptr) throw std::runtime_error("mkdtemp failed");
   dir_ = pattern;
 
+  StartController(0);
+}
+
+void TestCluster::StartController(int grpc_port) {
   SpawnOptions options;
-  options.argv = {BinaryDir() + "/accumulus-controller", "--listen", "127.0.0.1:0",
-                  "--metrics-host", "127.0.0.1", "--metrics-port", "0",
+  options.argv = {BinaryDir() + "/accumulus-controller", "--listen",
+                  "127.0.0.1:" + std::to_string(grpc_port), "--metrics-host", "127.0.0.1",
+                  "--metrics-port", "0",
                   // Short keepalive: a killed worker is noticed quickly.
-                  "--heartbeat-ms", "1000"};
+                  "--heartbeat-ms", "1000", "--data-dir", dir_ + "/controller"};
   options.capture_stdout = true;
   options.log_path = dir_ + "/controller.log";
   controller_ = SpawnOrThrow(options);
@@ -53,6 +58,12 @@ TestCluster::TestCluster() {
   }
   grpc_port_ = std::stoi(match[1]);
   metrics_port_ = std::stoi(match[2]);
+}
+
+void TestCluster::RestartController() {
+  controller_->Signal(SIGKILL);
+  controller_->Wait();
+  StartController(grpc_port_);
 }
 
 TestCluster::~TestCluster() {

@@ -31,6 +31,9 @@ class TestCluster {
   // SIGKILLs the worker daemon `id` (its trainers die with it) and reaps it.
   void KillWorker(const std::string& id);
 
+  // SIGKILLs the controller and starts it again on the same port and state
+  // directory (a crash and restart).
+  void RestartController();
   std::string controller_address() const;
   int metrics_port() const { return metrics_port_; }
   const std::string& dir() const { return dir_; }
@@ -46,6 +49,8 @@ class TestCluster {
   std::string WriteSpec(const std::string& name, const std::string& yaml) const;
 
  private:
+  void StartController(int grpc_port);
+
   std::string dir_;
   int grpc_port_ = 0;
   int metrics_port_ = 0;
