@@ -102,4 +102,11 @@ double NominalWeightDecay(double weight_decay, int64_t nominal_batch, int64_t mi
          static_cast<double>(nominal_batch);
 }
 
+int64_t LargestDivisorAtMost(int64_t n, int64_t bound) {
+  for (int64_t d = std::min(n, bound); d > 1; --d) {
+    if (n % d == 0) return d;
+  }
+  return 1;
+}
+
 }  // namespace accumulus

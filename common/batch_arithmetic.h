@@ -47,4 +47,8 @@ int64_t NominalAccumulation(int64_t nominal_batch, int64_t micro_batch, int64_t 
 double NominalWeightDecay(double weight_decay, int64_t nominal_batch, int64_t micro_batch,
                           int64_t devices, int64_t accumulation);
 
+// The largest divisor of `n` that is at most `bound` (at least 1): a
+// micro-batch that still splits a per-rank batch evenly.
+int64_t LargestDivisorAtMost(int64_t n, int64_t bound);
+
 }  // namespace accumulus

@@ -252,6 +252,16 @@ StatusOr<v1::JobSpec> NormalizeJobSpec(const v1::JobSpec& input) {
   if (spec.devices() < 0) {
     return Status::InvalidArgument(Describe("devices", spec.devices()) + " must be positive");
   }
+  if (spec.min_devices() < 0 || spec.min_devices() > spec.devices()) {
+    return Status::InvalidArgument("devices.min " + std::to_string(spec.min_devices()) +
+                                   " must be between 1 and devices.max " +
+                                   std::to_string(spec.devices()));
+  }
+  if (spec.min_devices() > 0 && spec.nominal_batch() > 0) {
+    return Status::InvalidArgument(
+        "devices {min, max} and nominal_batch do not combine: the nominal ramp is planned for "
+        "one device count");
+  }
   if (spec.precision() == "fp16" && spec.loss_scaling() != "dynamic") {
     return Status::InvalidArgument("precision \"fp16\" needs loss_scaling \"dynamic\" (got \"" +
                                    spec.loss_scaling() + "\")");
@@ -321,12 +331,37 @@ StatusOr<v1::BatchPlan> ResolveBatchPlan(const v1::JobSpec& spec) {
   }
   StatusOr<BatchSizes> sizes = ResolveBatch(request);
   if (!sizes.ok()) return sizes.status();
+  if (spec.min_devices() > 0 && sizes->global_batch % spec.min_devices() != 0) {
+    return Status::InvalidArgument("global_batch " + std::to_string(sizes->global_batch) +
+                                   " does not split over devices.min " +
+                                   std::to_string(spec.min_devices()));
+  }
   v1::BatchPlan plan;
   plan.set_micro_batch(sizes->micro_batch);
   plan.set_accumulation_steps(sizes->accumulation_steps);
   plan.set_devices(static_cast<int32_t>(sizes->devices));
   plan.set_global_batch(sizes->global_batch);
   return plan;
+}
+
+StatusOr<v1::BatchPlan> PlanForDevices(const v1::JobSpec& spec, const v1::BatchPlan& plan,
+                                       int32_t devices) {
+  if (devices <= 0 || plan.global_batch() % devices != 0) {
+    return Status::InvalidArgument("global_batch " + std::to_string(plan.global_batch()) +
+                                   " does not split over " + std::to_string(devices) + " devices");
+  }
+  v1::BatchPlan out = plan;
+  out.set_devices(devices);
+  if (spec.auto_micro_batch()) {  // decided by the trainer, for this count
+    out.set_micro_batch(0);
+    out.set_accumulation_steps(0);
+    return out;
+  }
+  const int64_t per_rank = plan.global_batch() / devices;
+  const int64_t wanted = spec.micro_batch() > 0 ? spec.micro_batch() : plan.micro_batch();
+  out.set_micro_batch(LargestDivisorAtMost(per_rank, wanted));
+  out.set_accumulation_steps(per_rank / out.micro_batch());
+  return out;
 }
 
 WindowScheduleConfig ScheduleOf(const v1::JobSpec& spec, const v1::BatchPlan& batch) {

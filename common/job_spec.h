@@ -18,6 +18,13 @@ StatusOr<v1::JobSpec> NormalizeJobSpec(const v1::JobSpec& spec);
 // The batch arithmetic of a normalized spec.
 StatusOr<v1::BatchPlan> ResolveBatchPlan(const v1::JobSpec& spec);
 
+// An elastic job's plan on `devices` ranks (min_devices ≤ devices ≤
+// spec.devices): the same global batch, the largest micro-batch up to the
+// spec's that splits global_batch / devices evenly, and the accumulation that
+// follows. INVALID_ARGUMENT when `devices` does not divide the global batch.
+StatusOr<v1::BatchPlan> PlanForDevices(const v1::JobSpec& spec, const v1::BatchPlan& plan,
+                                       int32_t devices);
+
 // The windows of a normalized spec: its epochs cut into global batches under
 // its partial-window policy and accumulation (constant or ramped).
 WindowScheduleConfig ScheduleOf(const v1::JobSpec& spec, const v1::BatchPlan& batch);

@@ -103,6 +103,25 @@ StatusOr<v1::JobSpec> ParseJobSpecYaml(const std::string& yaml, const std::strin
     root.remove("micro_batch");
     root["auto_micro_batch"] = true;
   }
+  // `devices: {min: A, max: B}`: an elastic device count.
+  if (root["devices"] && root["devices"].IsMap()) {
+    const YAML::Node range = root["devices"];
+    for (const auto& key : range) {
+      const std::string name = key.first.as<std::string>();
+      if (name != "min" && name != "max") {
+        return Status::InvalidArgument(source + ": devices." + name +
+                                       " is not a field (devices: {min, max})");
+      }
+    }
+    if (!range["min"] || !range["max"]) {
+      return Status::InvalidArgument(source + ": devices needs both min and max");
+    }
+    const YAML::Node min = range["min"];
+    const YAML::Node max = range["max"];
+    root.remove("devices");
+    root["devices"] = max;
+    root["min_devices"] = min;
+  }
   std::string json;
   ToJson(root, &json);
   v1::JobSpec spec;

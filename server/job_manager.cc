@@ -372,17 +372,16 @@ void JobManager::RecordEvents(const std::string& worker_id, const v1::TrainerEve
           // the last attempt trained and checkpointed but whose events died
           // with it (a killed worker's unsent buffer) are said to be so.
           const int64_t resumed = event.runtime().resumed_from_step();
-          const int64_t reported = record->job.attempts_size() > 0
-                                       ? record->job.attempts().rbegin()->last_step()
-                                       : 0;
+          const int64_t reported =
+              record->job.attempts_size() > 0 ? record->job.attempts().rbegin()->last_step() : 0;
           if (resumed > reported) {
             v1::JobEvent lost;
             lost.mutable_log()->set_level(v1::LogMessage::LEVEL_WARNING);
-            lost.mutable_log()->set_text(
-                "steps " + std::to_string(reported + 1) + " to " + std::to_string(resumed) +
-                " were trained and checkpointed by attempt " +
-                std::to_string(record->job.attempt() - 1) +
-                ", but their metrics were lost with it");
+            lost.mutable_log()->set_text("steps " + std::to_string(reported + 1) + " to " +
+                                         std::to_string(resumed) +
+                                         " were trained and checkpointed by attempt " +
+                                         std::to_string(record->job.attempt() - 1) +
+                                         ", but their metrics were lost with it");
             AppendLocked(record, std::move(lost), /*closes=*/false);
           }
           record->job.set_steps_done(resumed);
@@ -559,17 +558,36 @@ void JobManager::SendCancelLocked(const JobRecord& record, const std::string& re
 }
 
 bool JobManager::PlaceLocked(JobRecord* record, Touched* touched) {
-  const int32_t devices = record->job.batch().devices();
   std::vector<WorkerSlots> free;
+  int32_t free_count = 0;
   for (const auto& [id, w] : workers_) {
     WorkerSlots slots{id, {}};
     for (size_t i = 0; i < w.slot_jobs.size(); ++i) {
       if (w.slot_jobs[i].empty()) slots.free_slots.push_back(static_cast<int>(i));
     }
+    free_count += static_cast<int32_t>(slots.free_slots.size());
     free.push_back(std::move(slots));
+  }
+  const v1::JobSpec& spec = record->job.spec();
+  int32_t devices = record->job.batch().devices();
+  if (spec.min_devices() > 0) {
+    // Elastic: as many ranks as are free, up to devices, that split the
+    // global batch; the plan follows the count.
+    devices = 0;
+    for (int32_t d = std::min(spec.devices(), free_count); d >= spec.min_devices(); --d) {
+      if (record->job.batch().global_batch() % d == 0) {
+        devices = d;
+        break;
+      }
+    }
+    if (devices == 0) return false;
   }
   std::optional<std::vector<RankSlot>> ranks = PlaceRanks(devices, std::move(free));
   if (!ranks) return false;
+  StatusOr<v1::BatchPlan> plan = spec.min_devices() > 0
+                                     ? PlanForDevices(spec, record->job.batch(), devices)
+                                     : StatusOr<v1::BatchPlan>(record->job.batch());
+  if (!plan.ok()) return false;
 
   // Rendezvous on rank 0's worker, on a port of its advertised range.
   WorkerRecord& rank0 = workers_.at(ranks->front().worker_id);
@@ -589,6 +607,20 @@ bool JobManager::PlaceLocked(JobRecord* record, Touched* touched) {
     record->rendezvous_worker = ranks->front().worker_id;
   }
 
+  if (spec.min_devices() > 0) {
+    *record->job.mutable_batch() = *plan;
+    v1::JobEvent placed;
+    placed.mutable_log()->set_level(v1::LogMessage::LEVEL_INFO);
+    placed.mutable_log()->set_text(
+        "runs on " + std::to_string(devices) + " of " + std::to_string(spec.min_devices()) + ".." +
+        std::to_string(spec.devices()) + " devices: global batch " +
+        std::to_string(plan->global_batch()) +
+        (plan->micro_batch() > 0
+             ? " = micro_batch " + std::to_string(plan->micro_batch()) + " × accumulation " +
+                   std::to_string(plan->accumulation_steps()) + " × " + std::to_string(devices)
+             : " (micro_batch auto)"));
+    AppendLocked(record, std::move(placed), /*closes=*/false);
+  }
   const std::string& id = record->job.id();
   record->job.set_worker_id(ranks->front().worker_id);
   record->job.clear_placements();
@@ -637,7 +669,8 @@ void JobManager::ScheduleLocked(Touched* touched) {
   // (with a reason) and blocks nobody.
   for (auto it = queue_.begin(); it != queue_.end();) {
     JobRecord* record = FindLocked(*it);
-    const int32_t devices = record->job.batch().devices();
+    const int32_t devices = record->job.spec().min_devices() > 0 ? record->job.spec().min_devices()
+                                                                 : record->job.batch().devices();
     if (devices > pool) {
       const std::string reason = "needs " + std::to_string(devices) +
                                  " device slots; the pool has " + std::to_string(pool) +

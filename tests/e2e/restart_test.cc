@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 
 #include "accumulus/v1/controller.pb.h"
+#include "tests/support/engine_test_support.h"
 #include "tests/support/test_cluster.h"
 #include "worker/engine/state_dict.h"
 
@@ -21,12 +22,16 @@ v1::JobEvent ParseEvent(const std::string& line) {
 }
 
 // Enough steps (600) that a kill at step 20 lands mid-run.
-std::string Spec(const std::string& output, const std::string& checkpoints) {
+std::string Spec(const std::string& output, const std::string& checkpoints,
+                 const std::string& devices = "1") {
   std::string yaml = R"(
 model: {kind: mlp, hidden: [32]}
 data: {samples: 1600, features: 8, outputs: 3}
 micro_batch: 4
 accumulation_steps: 4
+collective_timeout_seconds: 5
+devices: )" + devices +
+                     R"(
 optimizer: {kind: adamw, lr: 0.01, weight_decay: 0.01}
 lr_schedule: {kind: cosine, warmup_steps: 10}
 epochs: 6
@@ -103,9 +108,9 @@ class RestartTest : public ::testing::Test {
   }
 
   // The uninterrupted run's parameters.
-  std::vector<torch::Tensor> Reference() {
+  std::vector<torch::Tensor> Reference(const std::string& devices = "1") {
     const std::string output = cluster_.dir() + "/reference.pt";
-    const std::string id = Submit("reference.yaml", Spec(output, ""));
+    const std::string id = Submit("reference.yaml", Spec(output, "", devices));
     CliResult r = cluster_.Cli({"watch", id});
     EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
     return Parameters(output);
@@ -224,6 +229,42 @@ TEST_F(RestartTest, ACancelledJobResumesWhereItStopped) {
     EXPECT_TRUE(torch::equal(resumed[i], reference[i])) << "tensor " << i << " differs";
   }
   EXPECT_NE(cluster_.Cli({"resume", id}).exit_code, 0) << "a succeeded job is not resumed";
+}
+
+// Elastic: a job on 2 devices loses one worker and resumes on the one left
+// with twice the accumulation (the same global batch, so the same windows),
+// ending where the uninterrupted 2-device run ends.
+TEST_F(RestartTest, AnElasticJobResumesOnFewerDevicesWithTheSameGlobalBatch) {
+  const std::vector<torch::Tensor> reference = Reference("2");
+  const std::string output = cluster_.dir() + "/elastic.pt";
+  const std::string id =
+      Submit("elastic.yaml", Spec(output, cluster_.dir() + "/checkpoints", "{min: 1, max: 2}"));
+  const Watched w = Watch(id, [&](const Watched&) {
+    const v1::Job job = Get(id);
+    ASSERT_EQ(job.placements_size(), 2) << "both devices were free";
+    cluster_.KillWorker(job.placements(1).worker_id());
+  });
+  const v1::Job job = Get(id);
+  ASSERT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.reason();
+  EXPECT_EQ(job.attempt(), 2);
+  EXPECT_EQ(job.batch().devices(), 1);
+  EXPECT_EQ(job.batch().accumulation_steps(), 8) << "4 × 4 × 2 became 4 × 8 × 1";
+  std::vector<v1::RuntimeInfo> plans;
+  for (const auto& r : w.runtimes) {
+    if (r.rank() == 0) plans.push_back(r);
+  }
+  ASSERT_EQ(plans.size(), 2u);
+  EXPECT_EQ(plans[0].world_size(), 2);
+  EXPECT_EQ(plans[1].world_size(), 1);
+  EXPECT_GE(plans[1].resumed_from_step(), 14);
+  for (const auto& s : w.steps) {
+    EXPECT_EQ(s.effective_batch(), 32) << "step " << s.step();
+    if (s.attempt() == 2 && s.samples() == 32) {
+      EXPECT_EQ(s.microbatches(), 8);
+    }
+  }
+  const std::vector<torch::Tensor> resumed = Parameters(output);
+  EXPECT_LE(MaxRelativeDifference(resumed, reference), 1e-5);
 }
 
 }  // namespace

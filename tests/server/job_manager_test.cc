@@ -476,5 +476,20 @@ TEST_F(JobManagerTest, OnlyTheNewestFinishedJobsAreKept) {
   EXPECT_EQ(jobs_.List().size(), 2u);
 }
 
+TEST_F(JobManagerTest, AnElasticJobTakesTheDevicesThatAreFreeAndKeepsTheGlobalBatch) {
+  std::vector<v1::ControllerMessage> inbox;
+  jobs_.WorkerConnected(Worker("w1", 1), Inbox(&inbox));
+  v1::JobSpec spec = Devices(2);  // 8 × 2 × 2 = 32
+  spec.set_min_devices(1);
+  const v1::Job job = *jobs_.Submit(spec);
+  EXPECT_EQ(job.state(), v1::JOB_STATE_STARTING) << "one of 1..2 devices is enough";
+  EXPECT_EQ(job.batch().devices(), 1);
+  EXPECT_EQ(job.batch().global_batch(), 32);
+  EXPECT_EQ(job.batch().accumulation_steps(), 4);
+  ASSERT_EQ(inbox.size(), 1u);
+  EXPECT_EQ(inbox[0].assign().world_size(), 1);
+  EXPECT_EQ(inbox[0].assign().batch().accumulation_steps(), 4);
+}
+
 }  // namespace
 }  // namespace accumulus::server

@@ -191,5 +191,32 @@ TEST(NormalizeJobSpec, RequiresAnEnd) {
   EXPECT_NE(result.status().message().find("set max_steps or epochs"), std::string::npos);
 }
 
+TEST(ParseJobSpecYaml, AnElasticDeviceRangeKeepsTheGlobalBatch) {
+  v1::JobSpec spec = Parse(kValid);
+  spec.MergeFrom(Parse("devices: {min: 1, max: 4}\n"));
+  EXPECT_EQ(spec.devices(), 4);
+  EXPECT_EQ(spec.min_devices(), 1);
+  StatusOr<v1::JobSpec> normalized = NormalizeJobSpec(spec);
+  ASSERT_TRUE(normalized.ok()) << normalized.status().ToString();
+  const v1::BatchPlan plan = *ResolveBatchPlan(*normalized);
+  EXPECT_EQ(plan.global_batch(), 8 * 4 * 4);
+
+  const v1::BatchPlan on_two = *PlanForDevices(*normalized, plan, 2);
+  EXPECT_EQ(on_two.global_batch(), plan.global_batch());
+  EXPECT_EQ(on_two.micro_batch(), 8);
+  EXPECT_EQ(on_two.accumulation_steps(), 8) << "twice the accumulation on half the devices";
+  EXPECT_FALSE(PlanForDevices(*normalized, plan, 3).ok()) << "128 does not split over 3";
+}
+
+TEST(ParseJobSpecYaml, ABadDeviceRangeNamesTheField) {
+  EXPECT_FALSE(ParseJobSpecYaml("devices: {min: 1}\n", "t.yaml").ok());
+  EXPECT_FALSE(ParseJobSpecYaml("devices: {min: 1, max: 2, most: 3}\n", "t.yaml").ok());
+  v1::JobSpec spec = Parse(kValid);
+  spec.MergeFrom(Parse("devices: {min: 3, max: 2}\n"));
+  StatusOr<v1::JobSpec> normalized = NormalizeJobSpec(spec);
+  ASSERT_FALSE(normalized.ok());
+  EXPECT_EQ(normalized.status().message(), "devices.min 3 must be between 1 and devices.max 2");
+}
+
 }  // namespace
 }  // namespace accumulus

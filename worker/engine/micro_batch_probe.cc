@@ -1,13 +1,8 @@
 #include "worker/engine/micro_batch_probe.h"
 
-namespace accumulus::engine {
+#include "common/batch_arithmetic.h"
 
-int64_t LargestDivisorAtMost(int64_t n, int64_t bound) {
-  for (int64_t d = std::min(n, bound); d > 1; --d) {
-    if (n % d == 0) return d;
-  }
-  return 1;
-}
+namespace accumulus::engine {
 
 int64_t OptimizerStateBytes(const OptimizerConfig& optimizer,
                             const std::vector<torch::Tensor>& parameters) {

@@ -42,9 +42,6 @@ struct ProbeResult {
 // Leaves no gradients behind.
 ProbeResult ProbeMicroBatch(const ProbeRequest& request);
 
-// The largest divisor of `n` that is at most `bound` (at least 1).
-int64_t LargestDivisorAtMost(int64_t n, int64_t bound);
-
 // Bytes of optimizer state for these parameters: one buffer per parameter for
 // SGD with momentum, two for AdamW, none for plain SGD.
 int64_t OptimizerStateBytes(const OptimizerConfig& optimizer,

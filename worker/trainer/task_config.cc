@@ -9,6 +9,12 @@ StatusOr<engine::TrainConfig> ToTrainConfig(const v1::TrainerTask& task) {
   if (!normalized.ok()) return normalized.status();
   StatusOr<v1::BatchPlan> batch = ResolveBatchPlan(*normalized);
   if (!batch.ok()) return batch.status();
+  // An elastic job runs on the devices it was given: the same plan the
+  // controller made for that count.
+  if (normalized->min_devices() > 0 && task.world_size() > 0) {
+    batch = PlanForDevices(*normalized, *batch, task.world_size());
+    if (!batch.ok()) return batch.status();
+  }
   const v1::JobSpec& spec = *normalized;
 
   engine::TrainConfig c;
