@@ -292,6 +292,18 @@ uint64_t JobManager::WorkerConnected(const v1::Register& registration, WorkerSen
         }
       }
     }
+    for (const v1::DroppedMessages& d : registration.dropped()) {
+      JobRecord* record = FindLocked(d.job_id());
+      if (record == nullptr) continue;
+      v1::JobEvent warning;
+      warning.mutable_log()->set_level(v1::LogMessage::LEVEL_WARNING);
+      warning.mutable_log()->set_text("worker " + id + " dropped " + std::to_string(d.count()) +
+                                      " message(s) of this job while the controller was "
+                                      "unreachable (its buffer was full): steps may be missing "
+                                      "from this stream");
+      AppendLocked(record, std::move(warning), /*closes=*/false);
+      touched.push_back(record->log);
+    }
     // Ranks of a previous session that the worker no longer runs are lost.
     for (const std::string& job_id : std::set<std::string>(worker.jobs)) {
       if (still_running.count(job_id) > 0) continue;

@@ -46,7 +46,15 @@ void ControllerLink::Send(v1::WorkerMessage message) {
     std::lock_guard<std::mutex> lock(mutex_);
     outbox_.push_back(std::move(message));
     if (outbox_.size() > options_.max_buffered) {
-      outbox_.pop_front();
+      // The oldest event goes first: a job's status (how it ended) is kept.
+      auto victim = std::find_if(outbox_.begin(), outbox_.end(),
+                                 [](const v1::WorkerMessage& m) { return m.has_events(); });
+      if (victim == outbox_.end()) victim = outbox_.begin();
+      const std::string job_id = victim->has_events()   ? victim->events().job_id()
+                                 : victim->has_status() ? victim->status().job_id()
+                                                        : "";
+      if (!job_id.empty()) ++dropped_by_job_[job_id];
+      outbox_.erase(victim);
       if (dropped_++ % 1000 == 0) {
         spdlog::warn("controller unreachable: dropped {} buffered message(s)", dropped_);
       }
@@ -91,6 +99,11 @@ bool ControllerLink::RunSession() {
     for (const v1::WorkerMessage& m : outbox_) {
       if (m.has_status()) running.insert(m.status().job_id());
     }
+    for (const auto& [job_id, count] : dropped_by_job_) {
+      v1::DroppedMessages* dropped = hello.mutable_register_()->add_dropped();
+      dropped->set_job_id(job_id);
+      dropped->set_count(count);
+    }
   }
   for (const std::string& id : running) hello.mutable_register_()->add_running_job_ids(id);
 
@@ -103,6 +116,10 @@ bool ControllerLink::RunSession() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       session_live_ = true;
+      // Told; counts of drops after this point go in the next registration.
+      for (const auto& d : hello.register_().dropped()) {
+        if ((dropped_by_job_[d.job_id()] -= d.count()) <= 0) dropped_by_job_.erase(d.job_id());
+      }
     }
     std::thread writer(
         [&] { WriteLoop(stream.get(), reply.registered().heartbeat_interval_ms()); });

@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -71,6 +72,8 @@ class ControllerLink {
   bool session_live_ = false;
   grpc::ClientContext* context_ = nullptr;  // of the live session, for Stop
   uint64_t dropped_ = 0;
+  // Dropped since the last registration, by job: told to the controller.
+  std::map<std::string, int64_t> dropped_by_job_;
 };
 
 }  // namespace accumulus::worker

@@ -44,6 +44,11 @@ int main(int argc, char** argv) {
                  "BLAS threads per rank when the spec leaves it unset")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_option("--max-buffered-messages", options.max_buffered_messages,
+                 "messages kept for an unreachable controller (beyond: the oldest events of a "
+                 "job are dropped, and the controller is told how many)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app.add_option("--cancel-grace-ms", options.cancel_grace_ms,
                  "time a cancelled trainer gets to stop before it is killed")
       ->capture_default_str();

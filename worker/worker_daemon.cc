@@ -52,6 +52,7 @@ StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(WorkerOptions option
       supervisor, [self](v1::WorkerMessage m) { self->link_->Send(std::move(m)); });
   LinkOptions link;
   link.controller_address = options.controller_address;
+  link.max_buffered = options.max_buffered_messages;
   daemon->link_ = std::make_unique<ControllerLink>(
       link, daemon->registration_, [self] { return self->supervisor_->RunningJobs(); },
       [self](const v1::ControllerMessage& m) {

@@ -28,6 +28,8 @@ struct WorkerOptions {
   int intra_op_threads = 0;
   int blas_threads = 1;
   int cancel_grace_ms = 10000;
+  // Messages buffered for the controller while it is unreachable.
+  size_t max_buffered_messages = 100000;
 };
 
 class WorkerDaemon {

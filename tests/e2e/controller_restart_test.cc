@@ -3,11 +3,15 @@
 // connected throughout (it reconnects by itself) sees every step once.
 #include <google/protobuf/util/json_util.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 
+#include <chrono>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "accumulus/v1/controller.pb.h"
+#include "tests/support/temp_dir.h"
 #include "tests/support/test_cluster.h"
 
 namespace accumulus::testing {
@@ -20,9 +24,15 @@ Message Parse(const std::string& line) {
   return m;
 }
 
-TEST(ControllerRestart, AJobRunsThroughItAndAWatcherSeesEveryStepOnce) {
-  TestCluster cluster;
-  cluster.StartWorker(1);
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// 1000 steps of a small MLP.
+std::string SubmitLongJob(const TestCluster& cluster) {
   CliResult submitted = cluster.Cli({"-o", "json", "submit", cluster.WriteSpec("long.yaml", R"(
 model: {kind: mlp, hidden: [32]}
 data: {samples: 1600, features: 8, outputs: 3}
@@ -32,8 +42,14 @@ optimizer: {kind: sgd, lr: 0.05, momentum: 0.9}
 epochs: 10
 threads: {intra_op: 1, blas: 1}
 )")});
-  ASSERT_EQ(submitted.exit_code, 0) << submitted.stderr_text;
-  const std::string id = Parse<v1::Job>(submitted.lines.at(0)).id();
+  EXPECT_EQ(submitted.exit_code, 0) << submitted.stderr_text;
+  return submitted.lines.empty() ? "" : Parse<v1::Job>(submitted.lines.at(0)).id();
+}
+
+TEST(ControllerRestart, AJobRunsThroughItAndAWatcherSeesEveryStepOnce) {
+  TestCluster cluster;
+  cluster.StartWorker(1);
+  const std::string id = SubmitLongJob(cluster);
 
   std::string watch_stderr;
   std::unique_ptr<Subprocess> watch = cluster.StartCli({"-o", "json", "watch", id}, &watch_stderr);
@@ -61,10 +77,63 @@ threads: {intra_op: 1, blas: 1}
   for (size_t i = 0; i < steps.size(); ++i) {
     ASSERT_EQ(steps[i], static_cast<int64_t>(i) + 1) << "every step once, in order";
   }
-  std::ifstream in(watch_stderr);
-  std::stringstream err;
-  err << in.rdbuf();
-  EXPECT_NE(err.str().find("reconnecting after event"), std::string::npos) << err.str();
+  const std::string err = ReadFile(watch_stderr);
+  EXPECT_NE(err.find("reconnecting after event"), std::string::npos) << err;
+}
+
+// A worker whose buffer for the unreachable controller overflowed says so
+// when it is back, in the job's stream; how the job ended is never dropped.
+TEST(ControllerRestart, AWorkerSaysHowManyMessagesOfAJobItDropped) {
+  TestCluster cluster;
+  const std::string worker = cluster.StartWorker(1, {"--max-buffered-messages", "20"});
+  const std::string id = SubmitLongJob(cluster);
+  {
+    std::unique_ptr<Subprocess> watch = cluster.StartCli({"-o", "json", "watch", id});
+    std::string line;
+    while (watch->ReadLine(&line) && !Parse<v1::JobEvent>(line).has_step()) {
+    }
+    watch->Signal(SIGTERM);
+    watch->Wait();
+  }
+  cluster.RestartController([&] {
+    // Down until the worker has had to drop messages (its log says so).
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (ReadFile(cluster.WorkerLog(worker)).find("dropped") == std::string::npos) {
+      ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the worker never dropped";
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  });
+  CliResult watched = cluster.Cli({"-o", "json", "watch", id});
+  EXPECT_EQ(watched.exit_code, 0) << watched.stderr_text;
+  bool told = false;
+  for (const std::string& l : watched.lines) {
+    const v1::JobEvent e = Parse<v1::JobEvent>(l);
+    told = told || (e.has_log() && e.log().text().find("worker " + worker + " dropped") == 0);
+  }
+  EXPECT_TRUE(told);
+}
+
+// A damaged state file stops the controller with an error naming the file:
+// it never serves half a state.
+TEST(ControllerRestart, AGarbledStateFileIsAClearErrorNotACrash) {
+  const TempDir temp;
+  std::ofstream(temp.path() + "/state.db") << std::string(4096, 'x');
+  SpawnOptions options;
+  options.argv = {BinaryDir() + "/accumulus-controller",
+                  "--listen",
+                  "127.0.0.1:0",
+                  "--metrics-port",
+                  "-1",
+                  "--data-dir",
+                  temp.path()};
+  options.log_path = temp.path() + "/controller.log";
+  auto controller = Subprocess::Spawn(options);
+  ASSERT_TRUE(controller.ok()) << controller.status().ToString();
+  const Subprocess::ExitInfo exit = (*controller)->Wait();
+  EXPECT_EQ(exit.exit_code, 1) << exit.description;
+  const std::string log = ReadFile(options.log_path);
+  EXPECT_NE(log.find(temp.path() + "/state.db: file is not a database"), std::string::npos) << log;
+  EXPECT_NE(log.find("move the file aside"), std::string::npos) << log;
 }
 
 }  // namespace

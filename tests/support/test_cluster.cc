@@ -60,9 +60,10 @@ void TestCluster::StartController(int grpc_port) {
   metrics_port_ = std::stoi(match[2]);
 }
 
-void TestCluster::RestartController() {
+void TestCluster::RestartController(const std::function<void()>& while_down) {
   controller_->Signal(SIGKILL);
   controller_->Wait();
+  if (while_down) while_down();
   StartController(grpc_port_);
 }
 
@@ -75,7 +76,7 @@ TestCluster::~TestCluster() {
   if (std::getenv("ACCUMULUS_KEEP_TEST_DIRS") == nullptr) (void)!system(command.c_str());
 }
 
-std::string TestCluster::StartWorker(int cpu_slots) {
+std::string TestCluster::StartWorker(int cpu_slots, const std::vector<std::string>& extra_args) {
   const std::string id = "worker-" + std::to_string(workers_.size() + 1);
   SpawnOptions options;
   options.argv = {BinaryDir() + "/accumulus-worker",
@@ -97,7 +98,8 @@ std::string TestCluster::StartWorker(int cpu_slots) {
                   std::to_string(FreeLoopbackPort()),
                   "--rendezvous-port-count",
                   "1"};
-  options.log_path = dir_ + "/" + id + ".log";
+  options.argv.insert(options.argv.end(), extra_args.begin(), extra_args.end());
+  options.log_path = WorkerLog(id);
   workers_.push_back(SpawnOrThrow(options));
   return id;
 }

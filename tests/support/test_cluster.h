@@ -2,6 +2,7 @@
 // loopback ports they pick themselves, and the CLI run as a child process.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,13 +28,15 @@ class TestCluster {
   ~TestCluster();  // SIGTERM to every process, then waits for them
 
   // Starts a worker daemon with `cpu_slots` slots and returns its id.
-  std::string StartWorker(int cpu_slots = 1);
+  std::string StartWorker(int cpu_slots = 1, const std::vector<std::string>& extra_args = {});
+  // The worker's log file (stderr).
+  std::string WorkerLog(const std::string& id) const { return dir_ + "/" + id + ".log"; }
   // SIGKILLs the worker daemon `id` (its trainers die with it) and reaps it.
   void KillWorker(const std::string& id);
 
   // SIGKILLs the controller and starts it again on the same port and state
-  // directory (a crash and restart).
-  void RestartController();
+  // directory (a crash and restart); `while_down` runs in between.
+  void RestartController(const std::function<void()>& while_down = {});
   std::string controller_address() const;
   int metrics_port() const { return metrics_port_; }
   const std::string& dir() const { return dir_; }
