@@ -5,48 +5,17 @@
 #include <benchmark/benchmark.h>
 #include <torch/torch.h>
 
-#include <algorithm>
 #include <string>
-#include <thread>
 
+#include "bench/bench_models.h"
 #include "worker/engine/dataset.h"
 #include "worker/engine/loss.h"
 #include "worker/engine/model_factory.h"
-#include "worker/engine/thread_setup.h"
 #include "worker/engine/tracking_allocator.h"
 #include "worker/engine/window_accumulator.h"
 
 namespace accumulus::engine {
 namespace {
-
-constexpr int64_t kGlobalBatch = 256;
-
-// The models of the benchmark issue.
-TrainConfig ModelUnderTest(const std::string& kind) {
-  TrainConfig c;
-  c.model.kind = kind;
-  c.data.samples = kGlobalBatch;
-  c.data.seed = 1;
-  if (kind == "mlp") {  // 784-1024-1024-10
-    c.model.hidden = {1024, 1024};
-    c.data.features = 784;
-    c.data.outputs = 10;
-  } else if (kind == "cnn") {  // two conv + BatchNorm blocks on 3×32×32
-    c.model.hidden = {16, 32};
-    c.data.task = "image_classification";
-    c.data.channels = 3;
-    c.data.image_size = 32;
-    c.data.outputs = 10;
-  } else {  // charlm: 2 layers, d_model 128, 4 heads, sequences of 128
-    c.model.d_model = 128;
-    c.model.heads = 4;
-    c.model.layers = 2;
-    c.data.task = "language_modeling";
-    c.data.sequence_length = 128;
-    c.data.min_sequence_length = 128;
-  }
-  return c;
-}
 
 // One window of micro × (256 / micro), SGD with momentum, exact
 // normalization: the engine's own window loop.
@@ -77,14 +46,14 @@ void BM_Window(benchmark::State& state, const std::string& kind) {
   };
   run_window();  // creates the optimizer state, which then persists
 
-  // Peak above the steady state (parameters, optimizer state, data): the
-  // window's gradients and one micro-batch's activations.
+  // All live tensors at the window's peak: parameters, gradients, optimizer
+  // state, the data set and one micro-batch's activations (the loops differ
+  // in what they hold between windows, so the peak is compared whole).
   int64_t peak = 0;
   for (auto _ : state) {
     memory->ResetPeak();
-    const int64_t before = memory->current_bytes();
     run_window();
-    peak = std::max(peak, memory->peak_bytes() - before);
+    peak = std::max(peak, memory->peak_bytes());
   }
   state.SetItemsProcessed(state.iterations() * kGlobalBatch);
   state.counters["accumulation"] = static_cast<double>(accumulation);
@@ -109,19 +78,3 @@ BENCHMARK_CAPTURE(BM_Window, charlm, std::string("charlm"))->Apply([](auto* b) {
 
 }  // namespace
 }  // namespace accumulus::engine
-
-int main(int argc, char** argv) {
-  // The trainer's own configuration: LibTorch threads on every core (what a
-  // worker gives a one-slot trainer; LibTorch's own default counts physical
-  // cores only), one BLAS thread (PLATFORM.md: oversubscription halves
-  // throughput).
-  const auto threads = accumulus::engine::ConfigureThreads(
-      static_cast<int>(std::max(1u, std::thread::hardware_concurrency())), 1);
-  benchmark::AddCustomContext("intra_op_threads", std::to_string(threads.intra_op_threads));
-  benchmark::AddCustomContext("blas_threads", std::to_string(threads.blas_threads));
-  benchmark::AddCustomContext("blas", threads.blas);
-  benchmark::Initialize(&argc, argv);
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
-}

@@ -7,7 +7,8 @@ BUILD_DIR="${ACCUMULUS_BENCH_BUILD_DIR:-$ROOT/build-bench}"
 mkdir -p "$BUILD_DIR"
 cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DACCUMULUS_BUILD_TESTS=OFF \
   -DACCUMULUS_BUILD_BENCH=ON > "$BUILD_DIR/configure.log"
-cmake --build "$BUILD_DIR" -j2 --target accumulus_engine_bench
+cmake --build "$BUILD_DIR" -j2 --target accumulus_engine_bench accumulus accumulus-controller \
+  accumulus-worker accumulus-trainer
 
 RESULTS="$ROOT/bench/results"
 mkdir -p "$RESULTS"
@@ -18,3 +19,9 @@ json="$RESULTS/engine-split-$stamp.json"
 python3 "$ROOT/bench/split_report.py" "$json" "$(git -C "$ROOT" rev-parse --short HEAD)" \
   > "$RESULTS/engine-split-$stamp.md"
 cat "$RESULTS/engine-split-$stamp.md"
+
+# Against the peers (Python and plain LibTorch loops, whole jobs through a
+# worker): ratios in one run.
+python3 "$ROOT/bench/compare.py" "$json" "$BUILD_DIR/bin" "$(git -C "$ROOT" rev-parse --short HEAD)" \
+  "$RESULTS/peers-$stamp"
+cat "$RESULTS/peers-$stamp.md"

@@ -38,7 +38,8 @@ def main(path, commit):
     )
     print("- models: mlp 784-1024-1024-10; cnn two conv+BatchNorm blocks on 3×32×32; "
           "charlm 2 layers, d_model 128, 4 heads, sequences of 128. SGD with momentum.")
-    print("- peak: tensor bytes above the steady state (parameters, optimizer state, data)")
+    print("- peak: all live tensors at the window's peak (parameters, gradients, optimizer state, "
+          "the data set, one micro-batch's activations)")
     for model, entries in rows.items():
         largest = max(e[4] for e in entries) or 1
         print()

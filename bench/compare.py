@@ -1,0 +1,215 @@
+#!/usr/bin/env python3
+"""accumulus against its peers, side by side in one run, as ratios.
+
+Usage: compare.py BENCH_JSON BIN_DIR COMMIT OUT_PREFIX
+
+BENCH_JSON is accumulus_engine_bench's Google Benchmark output (the engine's
+window, the plain-LibTorch textbook loop and the matmul ceiling). This script
+adds, for the same models and splits: the textbook loop in Python PyTorch
+(Debian's python3-torch, the same LibTorch) with accumulus's thread and BLAS
+settings and with a fresh machine's defaults, and whole accumulus jobs run
+through a real controller and worker. Writes OUT_PREFIX.json and OUT_PREFIX.md.
+"""
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from datetime import datetime, timezone
+
+MODELS = ["mlp", "cnn", "charlm"]
+SPLITS = [256, 64, 16, 4]
+GLOBAL = 256
+# Timed windows per measurement: enough for a stable rate, bounded for charlm.
+WINDOWS = {"mlp": 12, "cnn": 6, "charlm": 3}
+PEER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "peers", "textbook_loop.py")
+PYTHON = "/usr/bin/python3"  # Debian's, with python3-torch
+
+# The job spec of each model, the data shaped as in the benchmarks.
+SPECS = {
+    "mlp": "model: {kind: mlp, hidden: [1024, 1024]}\n"
+           "data: {task: classification, features: 784, outputs: 10, samples: %d}\n",
+    "cnn": "model: {kind: cnn, hidden: [16, 32], norm: batch}\n"
+           "data: {task: image_classification, channels: 3, image_size: 32, outputs: 10, samples: %d}\n",
+    "charlm": "model: {kind: charlm, d_model: 128, heads: 4, layers: 2}\n"
+              "data: {task: language_modeling, sequence_length: 128, min_sequence_length: 128, samples: %d}\n",
+}
+
+
+def engine_results(path):
+    """{(bench, model, micro): (samples/s, peak bytes)} and the matmul FLOP/s."""
+    with open(path) as f:
+        data = json.load(f)
+    out, flops = {}, 0.0
+    for b in data["benchmarks"]:
+        if b.get("aggregate_name") not in (None, "median"):
+            continue
+        name = b["run_name"]
+        m = re.match(r"BM_(Window|Textbook)/(\w+)/micro:(\d+)(/checkpoint:(\d))?", name)
+        if m and m.group(5) in (None, "0"):
+            out[(m.group(1), m.group(2), int(m.group(3)))] = (b["items_per_second"],
+                                                              b.get("window_peak_bytes", 0))
+        if name.startswith("BM_Matmul"):
+            flops = b["flops"]
+    return data["context"], out, flops
+
+
+def python_peer(model, micro, threads):
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
+    args = [PYTHON, PEER, model, str(micro), "--windows", str(WINDOWS[model])]
+    if threads:
+        env.update(OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+        args += ["--threads", str(threads)]
+    line = subprocess.run(args, env=env, check=True, capture_output=True, text=True).stdout
+    return json.loads(line.strip().splitlines()[-1])["samples_per_second"]
+
+
+class Cluster:
+    """A controller and one worker on loopback, as `accumulus up` runs them."""
+
+    def __init__(self, bin_dir, threads):
+        self.bin_dir = bin_dir
+        self.dir = tempfile.mkdtemp(prefix="accumulus-bench-")
+        self.controller = subprocess.Popen(
+            [os.path.join(bin_dir, "accumulus-controller"), "--listen", "127.0.0.1:0",
+             "--metrics-port", "-1", "--data-dir", self.dir],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        port = re.search(r"grpc_port=(\d+)", self.controller.stdout.readline()).group(1)
+        self.address = "127.0.0.1:" + port
+        self.worker = subprocess.Popen(
+            [os.path.join(bin_dir, "accumulus-worker"), "--controller", self.address,
+             "--work-dir", os.path.join(self.dir, "worker"), "--cpu-slots", "1",
+             "--intra-op-threads", str(threads), "--blas-threads", "1",
+             "--advertise-address", "127.0.0.1"],
+            stderr=subprocess.DEVNULL)
+
+    def run_job(self, model, micro, windows):
+        """Samples/s of a whole job between its first and last step events."""
+        spec = os.path.join(self.dir, "%s-%d.yaml" % (model, micro))
+        with open(spec, "w") as f:
+            f.write(SPECS[model] % (GLOBAL * (windows + 1)))
+            f.write("global_batch: %d\nmicro_batch: %d\nepochs: 1\nseed: 1\n"
+                    "optimizer: {kind: sgd, lr: 0.01, momentum: 0.9}\n" % (GLOBAL, micro))
+        out = subprocess.run([os.path.join(self.bin_dir, "accumulus"), "--controller",
+                              self.address, "-o", "json", "submit", spec, "--watch"],
+                             check=True, capture_output=True, text=True).stdout
+        times = []
+        for line in out.splitlines()[1:]:
+            event = json.loads(line)
+            if "step" in event:
+                t = datetime.fromisoformat(event["time"].replace("Z", "+00:00"))
+                times.append(t.timestamp())
+        seconds = (times[-1] - times[0]) / (len(times) - 1)
+        return GLOBAL / seconds
+
+    def stop(self):
+        for p in (self.worker, self.controller):
+            p.terminate()
+            p.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def ratio(a, b):
+    return a / b if a and b else float("nan")
+
+
+def main(bench_json, bin_dir, commit, prefix):
+    context, engine, matmul_flops = engine_results(bench_json)
+    threads = int(context.get("intra_op_threads", os.cpu_count()))
+    rows = []
+    cluster = Cluster(bin_dir, threads)
+    try:
+        for model in MODELS:
+            for micro in SPLITS:
+                row = {"model": model, "micro": micro, "accumulation": GLOBAL // micro}
+                row["engine"], row["engine_peak_bytes"] = engine[("Window", model, micro)]
+                row["libtorch_textbook"], row["textbook_peak_bytes"] = engine[("Textbook", model, micro)]
+                row["python_same_settings"] = python_peer(model, micro, threads)
+                row["python_default"] = python_peer(model, micro, 0)
+                row["accumulus_job"] = cluster.run_job(model, micro, WINDOWS[model])
+                rows.append(row)
+                print(json.dumps(row), file=sys.stderr)
+    finally:
+        cluster.stop()
+
+    # The mlp at 256×1 against the matmul ceiling: forward 2·MACs per sample,
+    # backward twice that.
+    mlp_flops_per_sample = 3 * 2 * (784 * 1024 + 1024 * 1024 + 1024 * 10)
+    mlp_full = next(r for r in rows if r["model"] == "mlp" and r["micro"] == 256)
+    achieved = mlp_flops_per_sample * mlp_full["engine"]
+    result = {
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "commit": commit,
+        "machine": {"cpus": os.cpu_count(), "processor": platform.processor(),
+                    "host": context.get("host_name")},
+        "threads": {"intra_op": threads, "blas": context.get("blas_threads"),
+                    "blas_library": context.get("blas")},
+        "matmul_flops": matmul_flops,
+        "mlp_256x1_flops": achieved,
+        "rows": rows,
+    }
+    with open(prefix + ".json", "w") as f:
+        json.dump(result, f, indent=2)
+    with open(prefix + ".md", "w") as f:
+        f.write(markdown(result))
+
+
+def markdown(r):
+    lines = [
+        "# accumulus against its peers: global batch 256 per step",
+        "",
+        "- date: %s, commit: %s" % (r["date"], r["commit"]),
+        "- machine: %d CPUs (%s)" % (r["machine"]["cpus"], r["machine"]["host"]),
+        "- accumulus settings: %d intra-op threads, %s BLAS thread(s) (%s)"
+        % (r["threads"]["intra_op"], r["threads"]["blas"], r["threads"]["blas_library"]),
+        "- peers: the textbook loop (loss / k, backward, step every k) in Python PyTorch "
+        "(Debian python3-torch) with the same settings and with its defaults, and in plain "
+        "LibTorch C++; accumulus: its engine alone, and whole jobs through a controller and "
+        "a worker (step to step, events included).",
+        "",
+        "samples/s, and accumulus engine ÷ peer:",
+        "",
+        "| model | micro × k | engine | job (worker) | LibTorch loop | Python same | Python default "
+        "| ÷ LibTorch | ÷ Python same | ÷ Python default | job overhead |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for row in r["rows"]:
+        e = row["engine"]
+        lines.append(
+            "| %s | %d × %d | %.0f | %.0f | %.0f | %.0f | %.0f | %.2f× | %.2f× | %.2f× | %+.1f%% |" % (
+                row["model"], row["micro"], row["accumulation"], e, row["accumulus_job"],
+                row["libtorch_textbook"], row["python_same_settings"], row["python_default"],
+                ratio(e, row["libtorch_textbook"]), ratio(e, row["python_same_settings"]),
+                ratio(e, row["python_default"]), 100 * (e / row["accumulus_job"] - 1)))
+    lines += [
+        "",
+        "Peak tensor memory in the window (everything live: parameters, gradients, optimizer "
+        "state, data, one micro-batch's activations):",
+        "",
+        "| model | micro × k | accumulus engine | LibTorch textbook loop | |",
+        "| --- | --- | ---: | ---: | --- |",
+    ]
+    largest = max(row["engine_peak_bytes"] for row in r["rows"])
+    for row in r["rows"]:
+        bar = "#" * max(1, round(row["engine_peak_bytes"] / largest * 30))
+        lines.append("| %s | %d × %d | %.1f MiB | %.1f MiB | `%s` |" % (
+            row["model"], row["micro"], row["accumulation"], row["engine_peak_bytes"] / 2**20,
+            row["textbook_peak_bytes"] / 2**20, bar))
+    lines += [
+        "",
+        "The mlp at 256 × 1 runs at %.1f GFLOP/s of model arithmetic (forward + backward), "
+        "%.0f%% of a 1024² matmul on the same threads (%.1f GFLOP/s)."
+        % (r["mlp_256x1_flops"] / 1e9, 100 * r["mlp_256x1_flops"] / r["matmul_flops"],
+           r["matmul_flops"] / 1e9),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:5])

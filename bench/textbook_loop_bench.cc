@@ -1,0 +1,77 @@
+// The textbook accumulation loop in plain LibTorch C++ — each micro-batch's
+// mean loss divided by k, backward, an optimizer step every k micro-batches —
+// on the same models, data and threads as the engine's window: the peer a
+// C++ user would write, and the baseline of the engine's own overhead.
+#include <benchmark/benchmark.h>
+#include <torch/torch.h>
+
+#include <string>
+
+#include "bench/bench_models.h"
+#include "worker/engine/dataset.h"
+#include "worker/engine/model_factory.h"
+#include "worker/engine/tracking_allocator.h"
+
+namespace accumulus::engine {
+namespace {
+
+void BM_Textbook(benchmark::State& state, const std::string& kind) {
+  const int64_t micro = state.range(0);
+  const int64_t accumulation = kGlobalBatch / micro;
+  TrackingCpuAllocator* memory = TrackingCpuAllocator::Install();
+  const TrainConfig c = ModelUnderTest(kind);
+  std::unique_ptr<Dataset> data = *MakeDataset(c.data);
+  torch::manual_seed(0);
+  std::unique_ptr<Model> model = *BuildModel(c.model, data->shape());
+  torch::optim::SGD optimizer(model->Parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
+  std::vector<Batch> micro_batches;
+  for (int64_t b = 0; b < kGlobalBatch; b += micro) {
+    micro_batches.push_back(data->Gather(torch::arange(b, b + micro)));
+  }
+  auto run_window = [&] {
+    for (const Batch& b : micro_batches) {
+      const torch::Tensor out = model->Forward(b.inputs);
+      const torch::Tensor loss = torch::nn::functional::cross_entropy(
+                                     out.reshape({-1, out.size(-1)}), b.targets.reshape({-1})) /
+                                 static_cast<double>(accumulation);
+      loss.backward();
+    }
+    optimizer.step();
+    optimizer.zero_grad();
+  };
+  run_window();
+
+  int64_t peak = 0;  // all live tensors, as in BM_Window
+  for (auto _ : state) {
+    memory->ResetPeak();
+    run_window();
+    peak = std::max(peak, memory->peak_bytes());
+  }
+  state.SetItemsProcessed(state.iterations() * kGlobalBatch);
+  state.counters["accumulation"] = static_cast<double>(accumulation);
+  state.counters["window_peak_bytes"] = static_cast<double>(peak);
+}
+
+void Splits(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"micro"})->UseRealTime()->Unit(benchmark::kMillisecond);
+  for (int64_t micro : {256, 64, 16, 4}) b->Args({micro});
+}
+
+BENCHMARK_CAPTURE(BM_Textbook, mlp, std::string("mlp"))->Apply(Splits);
+BENCHMARK_CAPTURE(BM_Textbook, cnn, std::string("cnn"))->Apply(Splits);
+BENCHMARK_CAPTURE(BM_Textbook, charlm, std::string("charlm"))->Apply(Splits);
+
+// The machine's ceiling for the mlp: FLOP/s of a large matmul on the same
+// threads (the mlp's layers are matmuls of this size class).
+void BM_Matmul(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  const torch::Tensor a = torch::randn({n, n});
+  const torch::Tensor b = torch::randn({n, n});
+  for (auto _ : state) benchmark::DoNotOptimize(torch::mm(a, b));
+  state.counters["flops"] = benchmark::Counter(2.0 * static_cast<double>(n * n * n),
+                                               benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_Matmul)->Arg(1024)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace accumulus::engine
