@@ -102,8 +102,7 @@ class Cluster:
         for line in out.splitlines()[1:]:
             event = json.loads(line)
             if "step" in event:
-                t = datetime.fromisoformat(event["time"].replace("Z", "+00:00"))
-                times.append(t.timestamp())
+                times.append(timestamp_seconds(event["time"]))
         seconds = (times[-1] - times[0]) / (len(times) - 1)
         return GLOBAL / seconds
 
@@ -112,6 +111,13 @@ class Cluster:
             p.terminate()
             p.wait()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def timestamp_seconds(text):
+    """An RFC 3339 timestamp (nanosecond fraction allowed) as epoch seconds."""
+    m = re.match(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?Z$", text)
+    whole = datetime.fromisoformat(m.group(1)).replace(tzinfo=timezone.utc).timestamp()
+    return whole + (float(m.group(2)) if m.group(2) else 0.0)
 
 
 def ratio(a, b):

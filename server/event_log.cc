@@ -1,8 +1,9 @@
 #include "server/event_log.h"
 
-#include <google/protobuf/util/time_util.h>
 
 #include <algorithm>
+
+#include "common/clock.h"
 
 namespace accumulus::server {
 
@@ -11,7 +12,7 @@ const v1::JobEvent& EventLog::Append(v1::JobEvent event, bool closes) {
   event.set_job_id(job_id_);
   event.set_sequence(static_cast<int64_t>(events_.size()) + 1);
   if (!event.has_time()) {
-    *event.mutable_time() = google::protobuf::util::TimeUtil::GetCurrentTime();
+    *event.mutable_time() = Now();
   }
   events_.push_back(std::move(event));
   // The latest event decides: a resumed job's log opens again.

@@ -1,17 +1,15 @@
 #include "server/job_manager.h"
 
-#include <google/protobuf/util/time_util.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 
+#include "common/clock.h"
 #include "common/job_spec.h"
 #include "server/placement.h"
 
 namespace accumulus::server {
 namespace {
-
-using google::protobuf::util::TimeUtil;
 
 bool IsTerminal(v1::JobState s) {
   return s == v1::JOB_STATE_SUCCEEDED || s == v1::JOB_STATE_FAILED || s == v1::JOB_STATE_CANCELLED;
@@ -59,7 +57,7 @@ StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& input) {
     record.job.set_attempt(1);
     *record.job.mutable_spec() = *spec;
     *record.job.mutable_batch() = *batch;
-    *record.job.mutable_submitted_at() = TimeUtil::GetCurrentTime();
+    *record.job.mutable_submitted_at() = Now();
     record.job.set_steps_total(TotalSteps(*spec, *batch));
     job_order_.push_back(id);
     queue_.push_back(id);
@@ -421,7 +419,7 @@ void JobManager::RecordStatus(const std::string& worker_id, const v1::Assignment
     const v1::JobState current = record->job.state();
     if (status.state() == v1::JOB_STATE_RUNNING) {
       if (current == v1::JOB_STATE_STARTING) {
-        *record->job.mutable_started_at() = TimeUtil::GetCurrentTime();
+        *record->job.mutable_started_at() = Now();
         SetStateLocked(record, v1::JOB_STATE_RUNNING, "", &touched);
       }
     } else if (IsTerminal(status.state())) {
@@ -465,7 +463,7 @@ void JobManager::SetStateLocked(JobRecord* record, v1::JobState state, const std
   const bool terminal = IsTerminal(state);
   if (terminal) {
     finished_.push_back(job.id());
-    *job.mutable_finished_at() = TimeUtil::GetCurrentTime();
+    *job.mutable_finished_at() = Now();
     record->pending_steps.clear();
     // Per-job series end with the job.
     const std::vector<std::string> labels{job.id()};
@@ -525,7 +523,7 @@ void JobManager::EndJobEarlyLocked(JobRecord* record, v1::JobState state, const 
       restarts_used < job.spec().max_restarts()) {
     v1::Attempt* ended = job.add_attempts();
     ended->set_number(job.attempt());
-    *ended->mutable_ended_at() = TimeUtil::GetCurrentTime();
+    *ended->mutable_ended_at() = Now();
     ended->set_reason(reason);
     ended->set_last_step(job.steps_done());
     metrics_->job_restarts->Increment();

@@ -1,14 +1,15 @@
 #include "worker/trainer/proto_event_sink.h"
 
 #include <google/protobuf/util/delimited_message_util.h>
-#include <google/protobuf/util/time_util.h>
+
+#include "common/clock.h"
 
 namespace accumulus::trainer {
 namespace {
 
 v1::TrainerMessage EventMessage() {
   v1::TrainerMessage message;
-  *message.mutable_event()->mutable_time() = google::protobuf::util::TimeUtil::GetCurrentTime();
+  *message.mutable_event()->mutable_time() = Now();
   return message;
 }
 
