@@ -7,8 +7,8 @@ BUILD_DIR="${ACCUMULUS_BENCH_BUILD_DIR:-$ROOT/build-bench}"
 mkdir -p "$BUILD_DIR"
 cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DACCUMULUS_BUILD_TESTS=OFF \
   -DACCUMULUS_BUILD_BENCH=ON > "$BUILD_DIR/configure.log"
-cmake --build "$BUILD_DIR" -j2 --target accumulus_engine_bench accumulus accumulus-controller \
-  accumulus-worker accumulus-trainer
+cmake --build "$BUILD_DIR" -j2 --target accumulus_engine_bench accumulus_streaming_bench accumulus \
+  accumulus-controller accumulus-worker accumulus-trainer
 
 RESULTS="$ROOT/bench/results"
 mkdir -p "$RESULTS"
@@ -25,3 +25,9 @@ cat "$RESULTS/engine-split-$stamp.md"
 python3 "$ROOT/bench/compare.py" "$json" "$BUILD_DIR/bin" "$(git -C "$ROOT" rev-parse --short HEAD)" \
   "$RESULTS/peers-$stamp"
 cat "$RESULTS/peers-$stamp.md"
+
+# Controller streaming against a bare gRPC echo.
+"$BUILD_DIR/bin/accumulus_streaming_bench" "$RESULTS/streaming-$stamp.json" > /dev/null
+python3 "$ROOT/bench/streaming_report.py" "$RESULTS/streaming-$stamp.json" \
+  "$(git -C "$ROOT" rev-parse --short HEAD)" > "$RESULTS/streaming-$stamp.md"
+cat "$RESULTS/streaming-$stamp.md"

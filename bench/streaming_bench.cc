@@ -104,7 +104,9 @@ v1::JobEvent StepEvent(int64_t step) {
 
 // Through a real controller: a job submitted by a client, its events sent
 // by a worker over the worker link, read by `watchers` WatchJob streams.
-Result ThroughController(int watchers, int64_t events) {
+// `rate` > 0 paces the worker (events per second, as trainers emit them) so
+// the latency measured is the relay's, not a queue's; 0: as fast as it can.
+Result ThroughController(int watchers, int64_t events, double rate = 0) {
   server::ControllerOptions options;
   options.listen_address = "127.0.0.1:0";
   options.metrics_port = -1;
@@ -149,13 +151,18 @@ Result ThroughController(int watchers, int64_t events) {
   while (readers.ready() < watchers) std::this_thread::yield();
   const auto start = std::chrono::steady_clock::now();
   for (int64_t s = 1; s <= events; ++s) {
+    if (rate > 0) {
+      std::this_thread::sleep_until(
+          start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                      std::chrono::duration<double>(static_cast<double>(s - 1) / rate)));
+    }
     v1::WorkerMessage m;
     m.mutable_events()->set_job_id(job.id());
     *m.mutable_events()->add_events() = StepEvent(s);
     stream->Write(m);
   }
   std::vector<double> latencies = readers.Join();
-  Result r{"controller", watchers, events,
+  Result r{rate > 0 ? "controller paced" : "controller", watchers, events,
            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()};
   r.p50_ms = Percentile(&latencies, 0.5);
   r.p99_ms = Percentile(&latencies, 0.99);
@@ -229,6 +236,8 @@ int main(int argc, char** argv) {
     const int64_t events = watchers == 100 ? 5000 : 20000;
     results.push_back(accumulus::ThroughController(watchers, events));
     results.push_back(accumulus::BareGrpc(watchers, events));
+    // Latency at a trainer-like rate: 200 steps per second.
+    results.push_back(accumulus::ThroughController(watchers, 1000, /*rate=*/200));
   }
   std::ofstream out(argv[1]);
   out << "[\n";
