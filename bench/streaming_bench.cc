@@ -150,7 +150,10 @@ Result ThroughController(int watchers, int64_t events, double rate = 0) {
   Watchers readers(address, watchers, job.id(), events);
   while (readers.ready() < watchers) std::this_thread::yield();
   const auto start = std::chrono::steady_clock::now();
-  for (int64_t s = 1; s <= events; ++s) {
+  // Saturated, events queue up on the worker and its link sends them in
+  // batches (as ControllerLink does, up to 256); paced, one at a time.
+  const int64_t per_message = rate > 0 ? 1 : 64;
+  for (int64_t s = 1; s <= events; s += per_message) {
     if (rate > 0) {
       std::this_thread::sleep_until(
           start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
@@ -158,7 +161,9 @@ Result ThroughController(int watchers, int64_t events, double rate = 0) {
     }
     v1::WorkerMessage m;
     m.mutable_events()->set_job_id(job.id());
-    *m.mutable_events()->add_events() = StepEvent(s);
+    for (int64_t i = s; i < std::min(events + 1, s + per_message); ++i) {
+      *m.mutable_events()->add_events() = StepEvent(i);
+    }
     stream->Write(m);
   }
   std::vector<double> latencies = readers.Join();

@@ -1,6 +1,5 @@
 #include "server/event_log.h"
 
-
 #include <algorithm>
 
 #include "common/clock.h"

@@ -366,6 +366,8 @@ void JobManager::RecordEvents(const std::string& worker_id, const v1::TrainerEve
         IsTerminal(record->job.state()) || record->job.state() == v1::JOB_STATE_RESTARTING) {
       return;  // A late event of a job (or attempt) that ended or moved.
     }
+    // The worker's batch is recorded in one transaction.
+    batching_ = true;
     for (const v1::JobEvent& event : events.events()) {
       if (IsDuplicateLocked(*record, event)) continue;
       if (event.has_step() && record->job.batch().devices() > 1) {
@@ -405,6 +407,8 @@ void JobManager::RecordEvents(const std::string& worker_id, const v1::TrainerEve
         AppendLocked(record, std::move(copy), /*closes=*/false);
       }
     }
+    batching_ = false;
+    FlushLocked();
     touched.push_back(record->log);
   }
   NotifyAll(touched);
@@ -784,16 +788,43 @@ void JobManager::RecordRankMemoryLocked(const std::string& job_id,
 }
 
 void JobManager::AppendLocked(JobRecord* record, v1::JobEvent event, bool closes) {
-  const v1::JobEvent& appended = record->log->Append(std::move(event), closes);
-  metrics_->events_total->Increment();
-  if (store_ == nullptr) return;
-  // The controller keeps running on what it holds in memory; the error says
-  // what a restart would lose.
-  if (Status s = store_->Record(record->job, &appended); !s.ok()) {
-    metrics_->store_errors->Increment();
-    spdlog::error("{} (event {} of job {} is not durable)", s.message(), appended.sequence(),
-                  record->job.id());
+  // Numbered now, in order; recorded durably, then shown to watchers, at the
+  // flush: a watcher never sees an event a restart would lose.
+  int64_t queued = 0;
+  for (const PendingEvent& p : unflushed_) queued += p.record == record ? 1 : 0;
+  event.set_job_id(record->job.id());
+  event.set_sequence(record->log->last_sequence() + 1 + queued);
+  if (!event.has_time()) *event.mutable_time() = Now();
+  unflushed_.push_back({record, std::move(event), closes});
+  if (!batching_) FlushLocked();
+}
+
+void JobManager::FlushLocked() {
+  if (unflushed_.empty()) return;
+  if (store_ != nullptr) {
+    // One transaction per job: its snapshot and its new events.
+    for (size_t i = 0; i < unflushed_.size();) {
+      JobRecord* record = unflushed_[i].record;
+      std::vector<const v1::JobEvent*> events;
+      size_t j = i;
+      for (; j < unflushed_.size() && unflushed_[j].record == record; ++j) {
+        events.push_back(&unflushed_[j].event);
+      }
+      // The controller keeps running on what it holds in memory; the error
+      // says what a restart would lose.
+      if (Status s = store_->Record(record->job, events); !s.ok()) {
+        metrics_->store_errors->Increment();
+        spdlog::error("{} (events {} to {} of job {} are not durable)", s.message(),
+                      events.front()->sequence(), events.back()->sequence(), record->job.id());
+      }
+      i = j;
+    }
   }
+  for (PendingEvent& p : unflushed_) {
+    p.record->log->Append(std::move(p.event), p.closes);
+    metrics_->events_total->Increment();
+  }
+  unflushed_.clear();
 }
 
 void JobManager::UpdateGaugesLocked() {

@@ -129,8 +129,10 @@ class JobManager {
   void MergeStepLocked(JobRecord* record, const std::string& worker_id, v1::JobEvent event);
   void RecordStepLocked(JobRecord* record, v1::JobEvent event);
   void RecordRankMemoryLocked(const std::string& job_id, const v1::RankStepMetrics& rank);
-  // Appends to the job's log and records the job and the event durably.
+  // Appends to the job's log and records the job and the event durably
+  // (at once, or at the batch's FlushLocked while batching_).
   void AppendLocked(JobRecord* record, v1::JobEvent event, bool closes);
+  void FlushLocked();
   // The ranks of `record` on `worker_id` are gone: the attempt ends.
   void LoseRanksLocked(JobRecord* record, const std::string& worker_id, const std::string& reason,
                        Touched* touched);
@@ -150,6 +152,14 @@ class JobManager {
   std::map<std::string, WorkerRecord> workers_;
   int64_t next_job_number_ = 1;
   int64_t keep_finished_ = 0;
+  // Events numbered but not yet recorded and appended (see AppendLocked).
+  struct PendingEvent {
+    JobRecord* record;
+    v1::JobEvent event;
+    bool closes;
+  };
+  std::vector<PendingEvent> unflushed_;
+  bool batching_ = false;
   // After a restart: workers that recovered jobs have ranks on, and until
   // when they may reconnect to claim them.
   std::map<std::string, std::chrono::steady_clock::time_point> awaited_workers_;

@@ -116,7 +116,7 @@ Status JobStore::Error(const std::string& what) const {
   return Status::Internal("state database " + path_ + ": " + what + ": " + sqlite3_errmsg(db_));
 }
 
-Status JobStore::Record(const v1::Job& job, const v1::JobEvent* event) {
+Status JobStore::Record(const v1::Job& job, const std::vector<const v1::JobEvent*>& events) {
   if (Status s = Exec("BEGIN"); !s.ok()) return s;
   Statement upsert(db_,
                    "INSERT INTO jobs (id, number, finished, job) VALUES (?1, ?2, ?3, ?4) "
@@ -126,11 +126,12 @@ Status JobStore::Record(const v1::Job& job, const v1::JobEvent* event) {
   upsert.Bind(3, static_cast<int64_t>(IsFinished(job.state()) ? 1 : 0));
   upsert.BindBlob(4, job.SerializeAsString());
   bool ok = upsert.ok() && sqlite3_step(upsert.get()) == SQLITE_DONE;
-  if (ok && event != nullptr) {
-    Statement insert(db_, "INSERT INTO events (job_id, sequence, event) VALUES (?1, ?2, ?3)");
+  Statement insert(db_, "INSERT INTO events (job_id, sequence, event) VALUES (?1, ?2, ?3)");
+  for (size_t i = 0; ok && i < events.size(); ++i) {
+    sqlite3_reset(insert.get());
     insert.Bind(1, job.id());
-    insert.Bind(2, event->sequence());
-    insert.BindBlob(3, event->SerializeAsString());
+    insert.Bind(2, events[i]->sequence());
+    insert.BindBlob(3, events[i]->SerializeAsString());
     ok = insert.ok() && sqlite3_step(insert.get()) == SQLITE_DONE;
   }
   if (!ok) {

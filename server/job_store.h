@@ -32,9 +32,9 @@ class JobStore {
   JobStore(const JobStore&) = delete;
   JobStore& operator=(const JobStore&) = delete;
 
-  // The job's snapshot and, if given, one more event of its stream, in one
+  // The job's snapshot and the next events of its stream, in one
   // transaction.
-  Status Record(const v1::Job& job, const v1::JobEvent* event);
+  Status Record(const v1::Job& job, const std::vector<const v1::JobEvent*>& events);
 
   // Every job, in submission order, with its events.
   StatusOr<std::vector<StoredJob>> Load();

@@ -141,6 +141,10 @@ bool ControllerLink::RunSession() {
   return registered;
 }
 
+namespace {
+constexpr int kMaxEventsPerMessage = 256;
+}  // namespace
+
 void ControllerLink::WriteLoop(
     grpc::ClientReaderWriter<v1::WorkerMessage, v1::ControllerMessage>* stream, int heartbeat_ms) {
   const auto interval = std::chrono::milliseconds(std::max(100, heartbeat_ms));
@@ -158,6 +162,16 @@ void ControllerLink::WriteLoop(
     } else {
       message = std::move(outbox_.front());
       outbox_.pop_front();
+      // Events of one job queued behind each other travel as one message
+      // (the controller records them in one transaction).
+      while (message.has_events() && !outbox_.empty() && outbox_.front().has_events() &&
+             outbox_.front().events().job_id() == message.events().job_id() &&
+             message.events().events_size() < kMaxEventsPerMessage) {
+        for (auto& e : *outbox_.front().mutable_events()->mutable_events()) {
+          *message.mutable_events()->add_events() = std::move(e);
+        }
+        outbox_.pop_front();
+      }
     }
     lock.unlock();
     const bool ok = stream->Write(message);

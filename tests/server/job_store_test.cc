@@ -43,10 +43,10 @@ class JobStoreTest : public ::testing::Test {
 TEST_F(JobStoreTest, JobsAndEventsComeBackAfterAReopen) {
   {
     auto store = Open();
-    ASSERT_TRUE(store->Record(JobIn("job-2", v1::JOB_STATE_QUEUED), nullptr).ok());
+    ASSERT_TRUE(store->Record(JobIn("job-2", v1::JOB_STATE_QUEUED), {}).ok());
     for (int64_t s = 1; s <= 3; ++s) {
       const v1::JobEvent e = StepEvent(s, s);
-      ASSERT_TRUE(store->Record(JobIn("job-10", v1::JOB_STATE_RUNNING), &e).ok());
+      ASSERT_TRUE(store->Record(JobIn("job-10", v1::JOB_STATE_RUNNING), {&e}).ok());
     }
   }
   auto loaded = Open()->Load();
@@ -62,8 +62,8 @@ TEST_F(JobStoreTest, JobsAndEventsComeBackAfterAReopen) {
 TEST_F(JobStoreTest, AnEventIsNeverStoredTwice) {
   auto store = Open();
   const v1::JobEvent e = StepEvent(1, 1);
-  ASSERT_TRUE(store->Record(JobIn("job-1", v1::JOB_STATE_RUNNING), &e).ok());
-  const Status again = store->Record(JobIn("job-1", v1::JOB_STATE_RUNNING), &e);
+  ASSERT_TRUE(store->Record(JobIn("job-1", v1::JOB_STATE_RUNNING), {&e}).ok());
+  const Status again = store->Record(JobIn("job-1", v1::JOB_STATE_RUNNING), {&e});
   EXPECT_FALSE(again.ok());
   auto loaded = store->Load();
   ASSERT_TRUE(loaded.ok());
@@ -75,7 +75,7 @@ TEST_F(JobStoreTest, PruningKeepsTheNewestFinishedJobsAndEveryLiveOne) {
   for (int i = 1; i <= 5; ++i) {
     const v1::JobEvent e = StepEvent(1, 1);
     const v1::JobState state = i == 2 ? v1::JOB_STATE_RUNNING : v1::JOB_STATE_SUCCEEDED;
-    ASSERT_TRUE(store->Record(JobIn("job-" + std::to_string(i), state), &e).ok());
+    ASSERT_TRUE(store->Record(JobIn("job-" + std::to_string(i), state), {&e}).ok());
   }
   ASSERT_TRUE(store->PruneFinished(2).ok());
   auto loaded = store->Load();
@@ -100,7 +100,8 @@ TEST_F(JobStoreTest, ATruncatedFileIsAClearErrorNotACrash) {
     auto store = Open();
     for (int i = 1; i <= 200; ++i) {
       const v1::JobEvent e = StepEvent(1, 1);
-      ASSERT_TRUE(store->Record(JobIn("job-" + std::to_string(i), v1::JOB_STATE_RUNNING), &e).ok());
+      ASSERT_TRUE(
+          store->Record(JobIn("job-" + std::to_string(i), v1::JOB_STATE_RUNNING), {&e}).ok());
     }
   }  // Closing the last connection moves the WAL into the main file.
   std::error_code ignored;
