@@ -59,11 +59,15 @@ def engine_results(path):
 
 
 def python_peer(model, micro, threads):
+    # The default run gets a clean environment: no thread or allocator
+    # settings (run.sh exports accumulus's allocator settings).
     env = {k: v for k, v in os.environ.items()
-           if k not in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
+           if k not in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                        "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_")}
     args = [PYTHON, PEER, model, str(micro), "--windows", str(WINDOWS[model])]
     if threads:
-        env.update(OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+        env.update(OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",
+                   MALLOC_MMAP_THRESHOLD_="4294967296", MALLOC_TRIM_THRESHOLD_="4294967296")
         args += ["--threads", str(threads)]
     line = subprocess.run(args, env=env, check=True, capture_output=True, text=True).stdout
     return json.loads(line.strip().splitlines()[-1])["samples_per_second"]

@@ -10,6 +10,10 @@ cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DACCUMULUS_BUILD_TE
 cmake --build "$BUILD_DIR" -j2 --target accumulus_engine_bench accumulus_streaming_bench accumulus \
   accumulus-controller accumulus-worker accumulus-trainer
 
+# The trainer's allocator settings (worker/trainer_supervisor.cc): freed
+# memory stays in the process instead of being faulted in again each window.
+export MALLOC_MMAP_THRESHOLD_=4294967296 MALLOC_TRIM_THRESHOLD_=4294967296
+
 RESULTS="$ROOT/bench/results"
 mkdir -p "$RESULTS"
 stamp="$(date -u +%Y-%m-%dT%H%M%SZ)"

@@ -163,7 +163,16 @@ void TrainerSupervisor::Run(std::shared_ptr<Job> job) {
     // start with them (before the trainer's own calls take effect).
     process.env = {{"OMP_NUM_THREADS", std::to_string(intra)},
                    {"OPENBLAS_NUM_THREADS", std::to_string(blas)},
-                   {"MKL_NUM_THREADS", std::to_string(blas)}};
+                   {"MKL_NUM_THREADS", std::to_string(blas)},
+                   // glibc otherwise hands large freed blocks back to the
+                   // kernel (mmap'd chunks, heap trimming) and every window
+                   // faults its activations in again: measured, a cnn job
+                   // spent half its time in the kernel and ran at 60% of the
+                   // engine's speed; with these it matches it
+                   // (bench/README.md). Freed memory stays in the process,
+                   // as a caching allocator keeps it.
+                   {"MALLOC_MMAP_THRESHOLD_", "4294967296"},
+                   {"MALLOC_TRIM_THRESHOLD_", "4294967296"}};
     job->log_paths.push_back(process.log_path);
     auto trainer = TrainerProcess::Spawn(process, task);
     if (!trainer.ok()) {
