@@ -316,6 +316,7 @@ uint64_t JobManager::WorkerConnected(const v1::Register& registration, WorkerSen
     // attempts of one job must never train (and checkpoint) at once.
     for (const std::string& job_id : still_running) {
       if (worker.jobs.count(job_id) > 0) continue;
+      worker.draining.insert(job_id);
       v1::ControllerMessage cancel;
       cancel.mutable_cancel()->set_job_id(job_id);
       cancel.mutable_cancel()->set_reason("the job is no longer placed on worker " + id);
@@ -418,15 +419,22 @@ void JobManager::RecordStatus(const std::string& worker_id, const v1::Assignment
   Touched touched;
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    // A stale rank of the job (one it had stopped) ended: the job may be
+    // placed on this worker again, once this status has been read as the
+    // old attempt's (below, it changes nothing).
+    auto worker = workers_.find(worker_id);
+    const bool drained = worker != workers_.end() && IsTerminal(status.state()) &&
+                         worker->second.draining.erase(status.job_id()) > 0;
     JobRecord* record = FindLocked(status.job_id());
-    if (record == nullptr || record->slots.count(worker_id) == 0) return;
-    const v1::JobState current = record->job.state();
-    if (status.state() == v1::JOB_STATE_RUNNING) {
+    // A rank not (or no longer) placed here changes nothing else.
+    const bool placed_here = record != nullptr && record->slots.count(worker_id) > 0;
+    const v1::JobState current = placed_here ? record->job.state() : v1::JOB_STATE_UNSPECIFIED;
+    if (placed_here && status.state() == v1::JOB_STATE_RUNNING) {
       if (current == v1::JOB_STATE_STARTING) {
         *record->job.mutable_started_at() = Now();
         SetStateLocked(record, v1::JOB_STATE_RUNNING, "", &touched);
       }
-    } else if (IsTerminal(status.state())) {
+    } else if (placed_here && IsTerminal(status.state())) {
       WorkerLeftJobLocked(record, worker_id);
       if (current == v1::JOB_STATE_RESTARTING) {
         // A rank of the failed attempt stopped, whatever it says.
@@ -443,6 +451,9 @@ void JobManager::RecordStatus(const std::string& worker_id, const v1::Assignment
         // Every rank finished (even if a cancel arrived too late to matter).
         SetStateLocked(record, v1::JOB_STATE_SUCCEEDED, "", &touched);
       }
+      ScheduleLocked(&touched);
+      UpdateGaugesLocked();
+    } else if (drained) {
       ScheduleLocked(&touched);
       UpdateGaugesLocked();
     }
@@ -575,6 +586,7 @@ bool JobManager::PlaceLocked(JobRecord* record, Touched* touched) {
   std::vector<WorkerSlots> free;
   int32_t free_count = 0;
   for (const auto& [id, w] : workers_) {
+    if (w.draining.count(record->job.id()) > 0) continue;  // its old attempt still runs there
     WorkerSlots slots{id, {}};
     for (size_t i = 0; i < w.slot_jobs.size(); ++i) {
       if (w.slot_jobs[i].empty()) slots.free_slots.push_back(static_cast<int>(i));

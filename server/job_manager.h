@@ -99,6 +99,10 @@ class JobManager {
     std::vector<std::string> slot_jobs;
     std::set<std::string> jobs;
     std::set<int> ports_in_use;
+    // Jobs whose stale ranks it is stopping (they moved on while it was
+    // away): not placed here again until it reports them ended, since a
+    // worker runs one attempt of a job at a time.
+    std::set<std::string> draining;
     WorkerSender sender;
 
     int32_t free_slots() const;

@@ -378,6 +378,32 @@ TEST_F(JobManagerTest, AWorkerBackWithARankOfAMovedJobIsToldToStopIt) {
   ASSERT_TRUE(a.back().has_cancel());
   EXPECT_EQ(a.back().cancel().job_id(), id);
   EXPECT_EQ(State(id), v1::JOB_STATE_STARTING) << "attempt 2 is untouched";
+
+  // Attempt 2 is lost too; w1 is free but still stopping attempt 1 of the
+  // same job, so attempt 3 waits for it (a worker runs one attempt of a job).
+  jobs_.RecordStatus("w2", Ended(id, v1::JOB_STATE_FAILED, "rank 0 on worker w2: killed"));
+  EXPECT_EQ(State(id), v1::JOB_STATE_FAILED) << "max_restarts 1: no attempt 3";
+}
+
+TEST_F(JobManagerTest, ARestartWaitsForAWorkerStillStoppingTheJobsOldAttempt) {
+  std::vector<v1::ControllerMessage> a;
+  const uint64_t session = jobs_.WorkerConnected(Worker("w1", 1), Inbox(&a));
+  v1::JobSpec spec = SmallSpec();
+  spec.set_max_restarts(1);
+  const std::string id = jobs_.Submit(spec)->id();
+  jobs_.WorkerGone("w1", session, "link dropped");
+  ASSERT_EQ(State(id), v1::JOB_STATE_QUEUED) << "attempt 2 waits for devices";
+  // w1 comes back, still running attempt 1: told to stop it, and attempt 2
+  // is not placed there until it has.
+  v1::Register back = Worker("w1", 1);
+  back.add_running_job_ids(id);
+  jobs_.WorkerConnected(back, Inbox(&a));
+  ASSERT_TRUE(a.back().has_cancel());
+  EXPECT_EQ(State(id), v1::JOB_STATE_QUEUED);
+  jobs_.RecordStatus("w1", Ended(id, v1::JOB_STATE_CANCELLED, "stopped"));
+  EXPECT_EQ(State(id), v1::JOB_STATE_STARTING);
+  ASSERT_TRUE(a.back().has_assign());
+  EXPECT_EQ(jobs_.Get(id)->attempt(), 2);
 }
 
 v1::TrainerEvents StepReport(const std::string& job_id, int64_t step) {
