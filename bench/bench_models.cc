@@ -1,5 +1,9 @@
 #include "bench/bench_models.h"
 
+#include <algorithm>
+
+#include "worker/engine/tracking_allocator.h"
+
 namespace accumulus::engine {
 
 TrainConfig ModelUnderTest(const std::string& kind) {
@@ -26,6 +30,20 @@ TrainConfig ModelUnderTest(const std::string& kind) {
     c.data.min_sequence_length = 128;
   }
   return c;
+}
+
+void MeasureWindows(benchmark::State& state, int64_t accumulation,
+                    const std::function<void()>& run_window) {
+  TrackingCpuAllocator* memory = TrackingCpuAllocator::Install();
+  int64_t peak = 0;
+  for (auto _ : state) {
+    memory->ResetPeak();
+    run_window();
+    peak = std::max(peak, memory->peak_bytes());
+  }
+  state.SetItemsProcessed(state.iterations() * kGlobalBatch);
+  state.counters["accumulation"] = static_cast<double>(accumulation);
+  state.counters["window_peak_bytes"] = static_cast<double>(peak);
 }
 
 }  // namespace accumulus::engine

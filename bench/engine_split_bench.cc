@@ -23,7 +23,7 @@ void BM_Window(benchmark::State& state, const std::string& kind) {
   const int64_t micro = state.range(0);
   const bool checkpoint = state.range(1) != 0;
   const int64_t accumulation = kGlobalBatch / micro;
-  TrackingCpuAllocator* memory = TrackingCpuAllocator::Install();
+  TrackingCpuAllocator::Install();  // first: the model and data count too
   TrainConfig c = ModelUnderTest(kind);
   c.model.checkpoint_activations = checkpoint;
   std::unique_ptr<Dataset> data = *MakeDataset(c.data);
@@ -46,18 +46,7 @@ void BM_Window(benchmark::State& state, const std::string& kind) {
   };
   run_window();  // creates the optimizer state, which then persists
 
-  // All live tensors at the window's peak: parameters, gradients, optimizer
-  // state, the data set and one micro-batch's activations (the loops differ
-  // in what they hold between windows, so the peak is compared whole).
-  int64_t peak = 0;
-  for (auto _ : state) {
-    memory->ResetPeak();
-    run_window();
-    peak = std::max(peak, memory->peak_bytes());
-  }
-  state.SetItemsProcessed(state.iterations() * kGlobalBatch);
-  state.counters["accumulation"] = static_cast<double>(accumulation);
-  state.counters["window_peak_bytes"] = static_cast<double>(peak);
+  MeasureWindows(state, accumulation, run_window);
 }
 
 void Splits(benchmark::internal::Benchmark* b, bool with_checkpointing) {

@@ -18,7 +18,7 @@ namespace {
 void BM_Textbook(benchmark::State& state, const std::string& kind) {
   const int64_t micro = state.range(0);
   const int64_t accumulation = kGlobalBatch / micro;
-  TrackingCpuAllocator* memory = TrackingCpuAllocator::Install();
+  TrackingCpuAllocator::Install();  // first: the model and data count too
   const TrainConfig c = ModelUnderTest(kind);
   std::unique_ptr<Dataset> data = *MakeDataset(c.data);
   torch::manual_seed(0);
@@ -41,15 +41,7 @@ void BM_Textbook(benchmark::State& state, const std::string& kind) {
   };
   run_window();
 
-  int64_t peak = 0;  // all live tensors, as in BM_Window
-  for (auto _ : state) {
-    memory->ResetPeak();
-    run_window();
-    peak = std::max(peak, memory->peak_bytes());
-  }
-  state.SetItemsProcessed(state.iterations() * kGlobalBatch);
-  state.counters["accumulation"] = static_cast<double>(accumulation);
-  state.counters["window_peak_bytes"] = static_cast<double>(peak);
+  MeasureWindows(state, accumulation, run_window);
 }
 
 void Splits(benchmark::internal::Benchmark* b) {

@@ -97,6 +97,14 @@ class RestartTest : public ::testing::Test {
     return w;
   }
 
+  static void ExpectBitIdentical(const std::vector<torch::Tensor>& resumed,
+                                 const std::vector<torch::Tensor>& reference) {
+    ASSERT_EQ(resumed.size(), reference.size());
+    for (size_t i = 0; i < resumed.size(); ++i) {
+      EXPECT_TRUE(torch::equal(resumed[i], reference[i])) << "tensor " << i << " differs";
+    }
+  }
+
   std::vector<torch::Tensor> Parameters(const std::string& path) {
     auto dict = engine::LoadStateDict(path);
     EXPECT_TRUE(dict.ok()) << dict.status().ToString();
@@ -163,11 +171,7 @@ TEST_F(RestartTest, AKilledTrainerResumesFromItsCheckpointToTheSameParameters) {
       << job.attempts(0).reason();
   ExpectEveryStepOnce(w, job.steps_total());
 
-  const std::vector<torch::Tensor> resumed = Parameters(output);
-  ASSERT_EQ(resumed.size(), reference.size());
-  for (size_t i = 0; i < resumed.size(); ++i) {
-    EXPECT_TRUE(torch::equal(resumed[i], reference[i])) << "tensor " << i << " differs";
-  }
+  ExpectBitIdentical(Parameters(output), reference);
 }
 
 TEST_F(RestartTest, AJobOnAKilledWorkerResumesOnAnother) {
@@ -186,11 +190,7 @@ TEST_F(RestartTest, AJobOnAKilledWorkerResumesOnAnother) {
   EXPECT_NE(job.attempts(0).reason().find("worker " + lost + " lost"), std::string::npos)
       << job.attempts(0).reason();
   ExpectEveryStepOnce(w, job.steps_total());
-  const std::vector<torch::Tensor> resumed = Parameters(output);
-  ASSERT_EQ(resumed.size(), reference.size());
-  for (size_t i = 0; i < resumed.size(); ++i) {
-    EXPECT_TRUE(torch::equal(resumed[i], reference[i])) << "tensor " << i << " differs";
-  }
+  ExpectBitIdentical(Parameters(output), reference);
 }
 
 // A cancel stops the trainer at a window boundary with a checkpoint there;
@@ -223,11 +223,7 @@ TEST_F(RestartTest, ACancelledJobResumesWhereItStopped) {
   }
   ASSERT_EQ(static_cast<int64_t>(second.size()), job.steps_total() - stopped_after);
   EXPECT_EQ(second.front(), stopped_after + 1);
-  const std::vector<torch::Tensor> resumed = Parameters(output);
-  ASSERT_EQ(resumed.size(), reference.size());
-  for (size_t i = 0; i < resumed.size(); ++i) {
-    EXPECT_TRUE(torch::equal(resumed[i], reference[i])) << "tensor " << i << " differs";
-  }
+  ExpectBitIdentical(Parameters(output), reference);
   EXPECT_NE(cluster_.Cli({"resume", id}).exit_code, 0) << "a succeeded job is not resumed";
 }
 
