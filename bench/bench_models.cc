@@ -32,6 +32,20 @@ TrainConfig ModelUnderTest(const std::string& kind) {
   return c;
 }
 
+Workload MakeWorkload(const TrainConfig& config, int64_t micro) {
+  TrackingCpuAllocator::Install();
+  Workload w;
+  w.data = *MakeDataset(config.data);
+  torch::manual_seed(0);
+  w.model = *BuildModel(config.model, w.data->shape());
+  w.optimizer = std::make_unique<torch::optim::SGD>(w.model->Parameters(),
+                                                    torch::optim::SGDOptions(0.01).momentum(0.9));
+  for (int64_t b = 0; b < kGlobalBatch; b += micro) {
+    w.micro_batches.push_back(w.data->Gather(torch::arange(b, b + micro)));
+  }
+  return w;
+}
+
 void MeasureWindows(benchmark::State& state, int64_t accumulation,
                     const std::function<void()>& run_window) {
   TrackingCpuAllocator* memory = TrackingCpuAllocator::Install();

@@ -3,10 +3,15 @@
 #pragma once
 
 #include <benchmark/benchmark.h>
+#include <torch/torch.h>
 
 #include <functional>
+#include <memory>
 #include <string>
+#include <vector>
 
+#include "worker/engine/dataset.h"
+#include "worker/engine/model_factory.h"
 #include "worker/engine/train_config.h"
 
 namespace accumulus::engine {
@@ -16,6 +21,17 @@ constexpr int64_t kGlobalBatch = 256;
 // mlp 784-1024-1024-10; cnn with two conv + BatchNorm blocks on 3×32×32;
 // charlm with 2 layers, d_model 128, 4 heads, sequences of 128.
 TrainConfig ModelUnderTest(const std::string& kind);
+
+// What one benchmarked loop trains: the model (seed 0), SGD with momentum,
+// and one global batch of its data cut into micro-batches up front. Built
+// after the counting allocator is installed, so all of it counts.
+struct Workload {
+  std::unique_ptr<Dataset> data;
+  std::unique_ptr<Model> model;
+  std::unique_ptr<torch::optim::SGD> optimizer;
+  std::vector<Batch> micro_batches;
+};
+Workload MakeWorkload(const TrainConfig& config, int64_t micro);
 
 // Times `run_window` (one window of global batch kGlobalBatch, warmed up
 // already) and records samples/s, the accumulation and the window's peak of

@@ -8,10 +8,7 @@
 #include <string>
 
 #include "bench/bench_models.h"
-#include "worker/engine/dataset.h"
 #include "worker/engine/loss.h"
-#include "worker/engine/model_factory.h"
-#include "worker/engine/tracking_allocator.h"
 #include "worker/engine/window_accumulator.h"
 
 namespace accumulus::engine {
@@ -23,26 +20,18 @@ void BM_Window(benchmark::State& state, const std::string& kind) {
   const int64_t micro = state.range(0);
   const bool checkpoint = state.range(1) != 0;
   const int64_t accumulation = kGlobalBatch / micro;
-  TrackingCpuAllocator::Install();  // first: the model and data count too
   TrainConfig c = ModelUnderTest(kind);
   c.model.checkpoint_activations = checkpoint;
-  std::unique_ptr<Dataset> data = *MakeDataset(c.data);
-  torch::manual_seed(0);
-  std::unique_ptr<Model> model = *BuildModel(c.model, data->shape());
-  torch::optim::SGD optimizer(model->Parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
-  std::vector<Batch> micro_batches;
-  for (int64_t b = 0; b < kGlobalBatch; b += micro) {
-    micro_batches.push_back(data->Gather(torch::arange(b, b + micro)));
-  }
+  Workload w = MakeWorkload(c, micro);
   WindowAccumulator window(
-      model->Parameters(), [&](const torch::Tensor& in) { return model->Forward(in); },
+      w.model->Parameters(), [&](const torch::Tensor& in) { return w.model->Forward(in); },
       LossOf(c.model.loss, c.data.task), Normalization::kExact, accumulation, 0);
 
   auto run_window = [&] {
-    for (const Batch& b : micro_batches) window.AddMicroBatch(b);
+    for (const Batch& b : w.micro_batches) window.AddMicroBatch(b);
     window.FinishWindow();
-    optimizer.step();
-    model->ZeroGrad();
+    w.optimizer->step();
+    w.model->ZeroGrad();
   };
   run_window();  // creates the optimizer state, which then persists
 

@@ -8,9 +8,6 @@
 #include <string>
 
 #include "bench/bench_models.h"
-#include "worker/engine/dataset.h"
-#include "worker/engine/model_factory.h"
-#include "worker/engine/tracking_allocator.h"
 
 namespace accumulus::engine {
 namespace {
@@ -18,26 +15,17 @@ namespace {
 void BM_Textbook(benchmark::State& state, const std::string& kind) {
   const int64_t micro = state.range(0);
   const int64_t accumulation = kGlobalBatch / micro;
-  TrackingCpuAllocator::Install();  // first: the model and data count too
-  const TrainConfig c = ModelUnderTest(kind);
-  std::unique_ptr<Dataset> data = *MakeDataset(c.data);
-  torch::manual_seed(0);
-  std::unique_ptr<Model> model = *BuildModel(c.model, data->shape());
-  torch::optim::SGD optimizer(model->Parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
-  std::vector<Batch> micro_batches;
-  for (int64_t b = 0; b < kGlobalBatch; b += micro) {
-    micro_batches.push_back(data->Gather(torch::arange(b, b + micro)));
-  }
+  Workload w = MakeWorkload(ModelUnderTest(kind), micro);
   auto run_window = [&] {
-    for (const Batch& b : micro_batches) {
-      const torch::Tensor out = model->Forward(b.inputs);
+    for (const Batch& b : w.micro_batches) {
+      const torch::Tensor out = w.model->Forward(b.inputs);
       const torch::Tensor loss = torch::nn::functional::cross_entropy(
                                      out.reshape({-1, out.size(-1)}), b.targets.reshape({-1})) /
                                  static_cast<double>(accumulation);
       loss.backward();
     }
-    optimizer.step();
-    optimizer.zero_grad();
+    w.optimizer->step();
+    w.optimizer->zero_grad();
   };
   run_window();
 

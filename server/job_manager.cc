@@ -6,21 +6,11 @@
 
 #include "common/clock.h"
 #include "common/job_spec.h"
+#include "server/job_state.h"
 #include "server/placement.h"
 
 namespace accumulus::server {
 namespace {
-
-bool IsTerminal(v1::JobState s) {
-  return s == v1::JOB_STATE_SUCCEEDED || s == v1::JOB_STATE_FAILED || s == v1::JOB_STATE_CANCELLED;
-}
-
-std::string StateLabel(v1::JobState s) {
-  std::string name = v1::JobState_Name(s);
-  name = name.substr(std::string("JOB_STATE_").size());
-  std::transform(name.begin(), name.end(), name.begin(), ::tolower);
-  return name;
-}
 
 v1::JobEvent StateEvent(v1::JobState state, const std::string& reason,
                         const std::string& worker_id) {
@@ -197,8 +187,7 @@ Status JobManager::Recover(std::chrono::milliseconds worker_grace) {
     record.log->Restore(std::move(s.events), IsTerminal(state));
     job_order_.push_back(id);
     if (IsTerminal(state)) finished_.push_back(id);
-    next_job_number_ =
-        std::max<int64_t>(next_job_number_, std::stoll(id.substr(id.rfind('-') + 1)) + 1);
+    next_job_number_ = std::max<int64_t>(next_job_number_, JobNumber(id) + 1);
     metrics_->jobs->WithLabels({StateLabel(state)})->Increment();
     if (state == v1::JOB_STATE_QUEUED) {
       queue_.push_back(id);

@@ -2,7 +2,7 @@
 
 #include <sqlite3.h>
 
-#include <cstdlib>
+#include "server/job_state.h"
 
 namespace accumulus::server {
 namespace {
@@ -52,16 +52,6 @@ class Statement {
   sqlite3_stmt* stmt_ = nullptr;
   int rc_ = SQLITE_OK;
 };
-
-// "job-12" → 12: jobs load back in submission order.
-int64_t NumberOf(const std::string& id) {
-  const size_t dash = id.rfind('-');
-  return dash == std::string::npos ? 0 : std::atoll(id.c_str() + dash + 1);
-}
-
-bool IsFinished(v1::JobState s) {
-  return s == v1::JOB_STATE_SUCCEEDED || s == v1::JOB_STATE_FAILED || s == v1::JOB_STATE_CANCELLED;
-}
 
 }  // namespace
 
@@ -122,8 +112,8 @@ Status JobStore::Record(const v1::Job& job, const std::vector<const v1::JobEvent
                    "INSERT INTO jobs (id, number, finished, job) VALUES (?1, ?2, ?3, ?4) "
                    "ON CONFLICT(id) DO UPDATE SET finished = ?3, job = ?4");
   upsert.Bind(1, job.id());
-  upsert.Bind(2, NumberOf(job.id()));
-  upsert.Bind(3, static_cast<int64_t>(IsFinished(job.state()) ? 1 : 0));
+  upsert.Bind(2, JobNumber(job.id()));
+  upsert.Bind(3, static_cast<int64_t>(IsTerminal(job.state()) ? 1 : 0));
   upsert.BindBlob(4, job.SerializeAsString());
   bool ok = upsert.ok() && sqlite3_step(upsert.get()) == SQLITE_DONE;
   Statement insert(db_, "INSERT INTO events (job_id, sequence, event) VALUES (?1, ?2, ?3)");

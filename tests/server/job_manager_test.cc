@@ -35,6 +35,16 @@ v1::Register Worker(const std::string& id, int cpu_slots) {
   return r;
 }
 
+v1::AssignmentStatus Ended(const std::string& job_id, v1::JobState state, const std::string& reason,
+                           bool permanent = false) {
+  v1::AssignmentStatus s;
+  s.set_job_id(job_id);
+  s.set_state(state);
+  s.set_reason(reason);
+  s.set_permanent(permanent);
+  return s;
+}
+
 class JobManagerTest : public ::testing::Test {
  protected:
   // A sender that records what the worker was told.
@@ -62,9 +72,7 @@ TEST_F(JobManagerTest, QueuesUntilAWorkerHasAFreeSlotThenAssignsFifo) {
   EXPECT_EQ(State(first), v1::JOB_STATE_STARTING);
   EXPECT_EQ(State(second), v1::JOB_STATE_QUEUED);
 
-  v1::AssignmentStatus done;
-  done.set_job_id(first);
-  done.set_state(v1::JOB_STATE_SUCCEEDED);
+  const v1::AssignmentStatus done = Ended(first, v1::JOB_STATE_SUCCEEDED, "");
   jobs_.RecordStatus("w1", done);
   EXPECT_EQ(State(first), v1::JOB_STATE_SUCCEEDED);
   ASSERT_EQ(inbox.size(), 2u);
@@ -158,9 +166,7 @@ TEST_F(JobManagerTest, GangPlacesAllRanksAcrossWorkersWithOneRendezvous) {
   EXPECT_EQ(job.placements(1).worker_id(), "w2");
 
   // One worker's ranks finishing is not the job finishing.
-  v1::AssignmentStatus done;
-  done.set_job_id(id);
-  done.set_state(v1::JOB_STATE_SUCCEEDED);
+  const v1::AssignmentStatus done = Ended(id, v1::JOB_STATE_SUCCEEDED, "");
   jobs_.RecordStatus("w2", done);
   EXPECT_NE(State(id), v1::JOB_STATE_SUCCEEDED);
   jobs_.RecordStatus("w1", done);
@@ -198,9 +204,7 @@ TEST_F(JobManagerTest, GangJobsRunOneAfterTheOtherWithoutInterleaving) {
   EXPECT_EQ(State(second), v1::JOB_STATE_QUEUED);
   EXPECT_EQ(a.size(), 1u);
 
-  v1::AssignmentStatus done;
-  done.set_job_id(first);
-  done.set_state(v1::JOB_STATE_SUCCEEDED);
+  const v1::AssignmentStatus done = Ended(first, v1::JOB_STATE_SUCCEEDED, "");
   jobs_.RecordStatus("w1", done);
   EXPECT_EQ(State(second), v1::JOB_STATE_QUEUED) << "w2 still holds a rank of the first job";
   jobs_.RecordStatus("w2", done);
@@ -214,19 +218,15 @@ TEST_F(JobManagerTest, ARankFailureFailsTheJobAndCancelsTheOtherRanks) {
   jobs_.WorkerConnected(Worker("w1", 1), Inbox(&a));
   jobs_.WorkerConnected(Worker("w2", 1), Inbox(&b));
   const std::string id = jobs_.Submit(Devices(2))->id();
-  v1::AssignmentStatus failed;
-  failed.set_job_id(id);
-  failed.set_state(v1::JOB_STATE_FAILED);
-  failed.set_reason("rank 1 on worker w2: killed by signal 9");
+  const v1::AssignmentStatus failed =
+      Ended(id, v1::JOB_STATE_FAILED, "rank 1 on worker w2: killed by signal 9");
   jobs_.RecordStatus("w2", failed);
   EXPECT_EQ(State(id), v1::JOB_STATE_FAILED);
   EXPECT_EQ(jobs_.Get(id)->reason(), "rank 1 on worker w2: killed by signal 9");
   ASSERT_TRUE(a.back().has_cancel());
   EXPECT_EQ(a.back().cancel().job_id(), id);
   // w1 is free once its rank confirms.
-  v1::AssignmentStatus stopped = failed;
-  stopped.set_state(v1::JOB_STATE_CANCELLED);
-  jobs_.RecordStatus("w1", stopped);
+  jobs_.RecordStatus("w1", Ended(id, v1::JOB_STATE_CANCELLED, failed.reason()));
   for (const auto& w : jobs_.Workers()) EXPECT_EQ(w.free_slots(), 1) << w.id();
 }
 
@@ -268,23 +268,11 @@ TEST_F(JobManagerTest, MergesTheRanksStepReportsIntoOneEvent) {
   EXPECT_NE(
       exposition.find("accumulus_job_tensor_peak_bytes{job_id=\"" + id + "\",rank=\"1\"} 1001"),
       std::string::npos);
-  v1::AssignmentStatus failed;
-  failed.set_job_id(id);
-  failed.set_state(v1::JOB_STATE_FAILED);
-  failed.set_reason("rank 1 on worker w2: killed by signal 9");
+  const v1::AssignmentStatus failed =
+      Ended(id, v1::JOB_STATE_FAILED, "rank 1 on worker w2: killed by signal 9");
   jobs_.RecordStatus("w2", failed);
   EXPECT_EQ(registry_.Render().find("job_id=\"" + id + "\""), std::string::npos)
       << "a job's series end with it";
-}
-
-v1::AssignmentStatus Ended(const std::string& job_id, v1::JobState state, const std::string& reason,
-                           bool permanent = false) {
-  v1::AssignmentStatus s;
-  s.set_job_id(job_id);
-  s.set_state(state);
-  s.set_reason(reason);
-  s.set_permanent(permanent);
-  return s;
 }
 
 TEST_F(JobManagerTest, AFailedAttemptRestartsOnceItsRanksHaveStopped) {

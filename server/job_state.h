@@ -1,0 +1,31 @@
+// Small facts about job states and ids shared by the job manager and its
+// store.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+#include "accumulus/v1/job.pb.h"
+
+namespace accumulus::server {
+
+inline bool IsTerminal(v1::JobState s) {
+  return s == v1::JOB_STATE_SUCCEEDED || s == v1::JOB_STATE_FAILED || s == v1::JOB_STATE_CANCELLED;
+}
+
+// "running", "succeeded", ...: the state's name for logs and metric labels.
+inline std::string StateLabel(v1::JobState s) {
+  std::string name = v1::JobState_Name(s).substr(std::string("JOB_STATE_").size());
+  std::transform(name.begin(), name.end(), name.begin(), ::tolower);
+  return name;
+}
+
+// "job-12" → 12, the submission order.
+inline int64_t JobNumber(const std::string& id) {
+  const size_t dash = id.rfind('-');
+  return dash == std::string::npos ? 0 : std::atoll(id.c_str() + dash + 1);
+}
+
+}  // namespace accumulus::server
