@@ -42,9 +42,15 @@ StatusOr<std::vector<SweepRow>> RunSweep(const v1::JobSpec& spec, const v1::Batc
   *task.mutable_batch() = batch;
   task.set_world_size(batch.devices());
   task.set_device("cpu");
+  // This machine's cores as one rank's, split as a worker would (measured
+  // per split unless the spec fixes the threads).
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  task.set_intra_op_threads(spec.threads().intra_op() > 0 ? spec.threads().intra_op() : cores);
-  task.set_blas_threads(spec.threads().blas() > 0 ? spec.threads().blas() : 1);
+  const bool given = spec.threads().intra_op() > 0 || spec.threads().blas() > 0;
+  if (given) {
+    task.set_intra_op_threads(spec.threads().intra_op() > 0 ? spec.threads().intra_op() : cores);
+    task.set_blas_threads(spec.threads().blas() > 0 ? spec.threads().blas() : 1);
+  }
+  task.set_cores(cores);
 
   SpawnOptions options;
   options.argv = {SiblingExecutable("accumulus-trainer"), "--sweep"};
@@ -57,9 +63,9 @@ StatusOr<std::vector<SweepRow>> RunSweep(const v1::JobSpec& spec, const v1::Batc
   while ((*trainer)->ReadLine(&line)) {
     SweepRow row;
     long long micro = 0, accumulation = 0, peak = 0, checkpointed_peak = 0;
-    if (std::sscanf(line.c_str(), "sweep %lld %lld %lf %lld %lf %lld", &micro, &accumulation,
+    if (std::sscanf(line.c_str(), "sweep %lld %lld %lf %lld %lf %lld %d %d", &micro, &accumulation,
                     &row.samples_per_second, &peak, &row.checkpointed_samples_per_second,
-                    &checkpointed_peak) == 6) {
+                    &checkpointed_peak, &row.intra_op_threads, &row.blas_threads) == 8) {
       row.micro_batch = micro;
       row.accumulation_steps = accumulation;
       row.peak_bytes = peak;
@@ -84,18 +90,22 @@ std::string SweepTable(const std::vector<SweepRow>& rows) {
   }
   std::ostringstream out;
   char head[128];
-  std::snprintf(head, sizeof head, "%-16s %12s  %-20s %12s  %-20s  %s\n", "micro × accum",
-                "samples/s", "", "peak tensors", "", "activation checkpointing");
+  std::snprintf(head, sizeof head, "%-16s %12s  %-20s %12s  %-20s  %-26s  %s\n", "micro × accum",
+                "samples/s", "", "peak tensors", "", "activation checkpointing", "threads");
   out << head;
   for (const auto& r : rows) {
     char row[256];
     const std::string split =
         std::to_string(r.micro_batch) + " × " + std::to_string(r.accumulation_steps);
-    std::snprintf(row, sizeof row, "%-14s %12.0f  %-20s %12s  %-20s  %s\n", split.c_str(),
+    const std::string threads = r.intra_op_threads > 0
+                                    ? "intra-op " + std::to_string(r.intra_op_threads) + ", BLAS " +
+                                          std::to_string(r.blas_threads)
+                                    : "as given";
+    std::snprintf(row, sizeof row, "%-14s %12.0f  %-20s %12s  %-20s  %-26s  %s\n", split.c_str(),
                   r.samples_per_second, Bar(r.samples_per_second, fastest, 20).c_str(),
                   HumanBytes(r.peak_bytes).c_str(),
                   Bar(static_cast<double>(r.peak_bytes), static_cast<double>(largest), 20).c_str(),
-                  CheckpointingEffect(r).c_str());
+                  CheckpointingEffect(r).c_str(), threads.c_str());
     out << row;
   }
   return out.str();

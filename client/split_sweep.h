@@ -19,6 +19,9 @@ struct SweepRow {
   // With activation checkpointing; 0 where not measured (TorchScript).
   double checkpointed_samples_per_second = 0;
   int64_t checkpointed_peak_bytes = 0;
+  // The thread split the trainer measured as fastest (0 0: the spec fixed it).
+  int intra_op_threads = 0;
+  int blas_threads = 0;
 };
 
 // Runs `accumulus-trainer --sweep` on the (normalized) spec, on this machine.

@@ -37,12 +37,13 @@ int main(int argc, char** argv) {
                  "share of RAM offered to CPU ranks")
       ->capture_default_str();
   app.add_option("--intra-op-threads", options.intra_op_threads,
-                 "LibTorch threads per rank when the spec leaves it unset (0: the slot's cores)")
+                 "LibTorch threads per rank when the spec leaves it unset (with --blas-threads "
+                 "0: each rank measures how to split its cores between LibTorch and the BLAS)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--blas-threads", options.blas_threads,
-                 "BLAS threads per rank when the spec leaves it unset")
-      ->check(CLI::PositiveNumber)
+                 "BLAS threads per rank when the spec leaves it unset (see --intra-op-threads)")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--max-buffered-messages", options.max_buffered_messages,
                  "messages kept for an unreachable controller (beyond: the oldest events of a "

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "worker/rank_threads.h"
 #include "worker/trainer_process.h"
 
 namespace accumulus::worker {
@@ -148,13 +149,15 @@ void TrainerSupervisor::Run(std::shared_ptr<Job> job) {
     task.set_rendezvous_host(a.rendezvous_host());
     task.set_rendezvous_port(a.rendezvous_port());
     task.set_local_address(options_.advertise_address);
-    const int intra = a.spec().threads().intra_op() > 0 ? a.spec().threads().intra_op()
-                      : options_.intra_op_threads > 0   ? options_.intra_op_threads
-                                                        : std::max(1, device.cores());
-    const int blas =
-        a.spec().threads().blas() > 0 ? a.spec().threads().blas() : options_.blas_threads;
-    task.set_intra_op_threads(intra);
-    task.set_blas_threads(blas);
+    const RankThreads threads = ResolveRankThreads(a.spec().threads(), options_.intra_op_threads,
+                                                   options_.blas_threads, device.cores());
+    task.set_intra_op_threads(threads.intra_op);
+    task.set_blas_threads(threads.blas);
+    task.set_cores(threads.cores);
+    // A rank that measures starts both runtimes with every core, so either
+    // pool can take them all.
+    const int intra = threads.measured() ? threads.cores : threads.intra_op;
+    const int blas = threads.measured() ? threads.cores : threads.blas;
 
     TrainerProcess::Options process;
     process.binary = options_.trainer_binary;

@@ -23,10 +23,10 @@ struct SupervisorOptions {
   std::string advertise_address = "127.0.0.1";
   // Each job gets <work_dir>/<job id>/ for its logs.
   std::string work_dir;
-  // Defaults for specs that leave threads unset (intra-op 0: the cores of
-  // the rank's device slot).
+  // Defaults for specs that leave threads unset (both 0: each rank measures
+  // its split; see rank_threads.h).
   int intra_op_threads = 0;
-  int blas_threads = 1;
+  int blas_threads = 0;
   // How long a cancelled trainer may take to stop at a window boundary
   // before it is killed.
   int cancel_grace_ms = 10000;

@@ -24,9 +24,10 @@ struct WorkerOptions {
   int rendezvous_port_count = 100;
   std::string work_dir = "/tmp/accumulus-worker";
   InventoryOptions inventory;
-  // Per-rank defaults for specs that do not set threads (0: the slot's cores).
+  // Per-rank defaults for specs that do not set threads (both 0: each rank
+  // measures its split; see rank_threads.h).
   int intra_op_threads = 0;
-  int blas_threads = 1;
+  int blas_threads = 0;
   int cancel_grace_ms = 10000;
   // Messages buffered for the controller while it is unreachable.
   size_t max_buffered_messages = 100000;

@@ -5,6 +5,8 @@
 #include <httplib.h>
 #include <signal.h>
 
+#include <thread>
+
 #include "accumulus/v1/controller.pb.h"
 #include "tests/support/test_cluster.h"
 
@@ -215,6 +217,46 @@ TEST_F(ClusterTest, MetricsEndpointPassesPromtool) {
   std::string line, output;
   while ((*check)->ReadLine(&line)) output += line + "\n";
   EXPECT_EQ((*check)->Wait().exit_code, 0) << output;
+}
+
+// A worker without thread defaults, a spec without threads: each rank
+// measures its split of the slot's cores on the job's micro-batch, and the
+// job reports what it tried and what it took.
+TEST(RankThreads, WithNothingGivenTheRankMeasuresItsSplitAndReportsIt) {
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one core: nothing to split";
+  TestCluster cluster;
+  cluster.StartWorker(1, {"--intra-op-threads", "0", "--blas-threads", "0"});
+  CliResult r =
+      cluster.Cli({"-o", "json", "submit", cluster.WriteSpec("small.yaml", kSmallJob), "--watch"});
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  bool saw_runtime = false;
+  for (size_t i = 1; i < r.lines.size(); ++i) {
+    const v1::JobEvent event = FromJson<v1::JobEvent>(r.lines[i]);
+    if (!event.has_runtime()) continue;
+    saw_runtime = true;
+    const v1::RuntimeInfo& runtime = event.runtime();
+    EXPECT_EQ(runtime.threads_source(), "measured");
+    ASSERT_EQ(runtime.thread_trials_size(), 2);
+    EXPECT_EQ(runtime.thread_trials(0).intra_op_threads(), cores);
+    EXPECT_EQ(runtime.thread_trials(0).blas_threads(), 1);
+    EXPECT_EQ(runtime.thread_trials(1).intra_op_threads(), 1);
+    EXPECT_EQ(runtime.thread_trials(1).blas_threads(), cores);
+    const v1::ThreadTrial& faster = runtime.thread_trials(0).samples_per_second() >=
+                                            runtime.thread_trials(1).samples_per_second()
+                                        ? runtime.thread_trials(0)
+                                        : runtime.thread_trials(1);
+    EXPECT_EQ(runtime.intra_op_threads(), faster.intra_op_threads());
+    EXPECT_EQ(runtime.blas_threads(), faster.blas_threads());
+  }
+  EXPECT_TRUE(saw_runtime);
+
+  const std::string id = FromJson<v1::Job>(r.lines.at(0)).id();
+  CliResult events = cluster.Cli({"watch", id});
+  ASSERT_EQ(events.exit_code, 0) << events.stderr_text;
+  std::string text;
+  for (const auto& line : events.lines) text += line + "\n";
+  EXPECT_NE(text.find(", measured: " + std::to_string(cores) + "+1 "), std::string::npos) << text;
 }
 
 }  // namespace

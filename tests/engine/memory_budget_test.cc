@@ -7,6 +7,7 @@
 #include <map>
 
 #include "tests/support/engine_test_support.h"
+#include "worker/engine/cpu_rng.h"
 #include "worker/engine/micro_batch_probe.h"
 #include "worker/engine/tracking_allocator.h"
 #include "worker/engine/trainer.h"
@@ -112,6 +113,41 @@ TEST(AutoMicroBatch, PicksTheLargestThatFitsAndTrainsLikeThatSplitGivenExplicitl
   Sink b;
   const auto pb = TrainAndCollect(explicit_split, &b);
   EXPECT_LE(MaxRelativeDifference(pa, pb), 1e-6);
+}
+
+TEST(AutoMicroBatch, TheProbeLeavesBatchNormStatisticsAndTheGeneratorAsItFoundThem) {
+  TrainConfig c = SmallCnn();
+  c.model.norm = "batch";
+  auto memory = *MakeMemoryMeter(torch::kCPU);
+  std::unique_ptr<Dataset> data = *MakeDataset(c.data);
+  torch::manual_seed(c.seed);
+  std::unique_ptr<Model> model = *BuildModel(c.model, data->shape());
+  std::vector<torch::Tensor> buffers_before;
+  for (const auto& b : model->Buffers()) buffers_before.push_back(b.clone());
+  ASSERT_FALSE(buffers_before.empty());
+  const torch::Tensor next_draw = [] {  // peek, then rewind
+    const torch::Tensor state = CpuRngState();
+    torch::Tensor draw = torch::rand({4});
+    RestoreCpuRng(state);
+    return draw;
+  }();
+
+  ProbeRequest request;
+  request.model = model.get();
+  request.loss = LossOf(c.model.loss, c.data.task);
+  request.data = data.get();
+  request.memory = memory.get();
+  request.per_rank_batch = 64;
+  request.budget_bytes = 1;                              // every candidate runs forward + backward
+  ASSERT_EQ(ProbeMicroBatch(request).table.size(), 7u);  // 64, 32, ..., 1
+
+  const std::vector<torch::Tensor> buffers_after = model->Buffers();
+  ASSERT_EQ(buffers_after.size(), buffers_before.size());
+  for (size_t i = 0; i < buffers_after.size(); ++i) {
+    EXPECT_TRUE(torch::equal(buffers_after[i], buffers_before[i])) << "buffer " << i;
+  }
+  EXPECT_TRUE(torch::equal(torch::rand({4}), next_draw));
+  for (const auto& p : model->Parameters()) EXPECT_FALSE(p.grad().defined());
 }
 
 TEST(AutoMicroBatch, FailsClearlyWhenNotEvenOneSampleFits) {

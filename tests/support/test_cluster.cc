@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <atomic>
 #include <fstream>
 #include <regex>
@@ -88,8 +89,6 @@ std::string TestCluster::StartWorker(int cpu_slots, const std::vector<std::strin
                   dir_ + "/" + id,
                   "--cpu-slots",
                   std::to_string(cpu_slots),
-                  "--intra-op-threads",
-                  "1",
                   "--cancel-grace-ms",
                   "5000",
                   "--advertise-address",
@@ -98,6 +97,11 @@ std::string TestCluster::StartWorker(int cpu_slots, const std::vector<std::strin
                   std::to_string(FreeLoopbackPort()),
                   "--rendezvous-port-count",
                   "1"};
+  // One LibTorch thread and one BLAS thread per rank unless the test says:
+  // fixed, so runs are bit-reproducible and do not crowd each other.
+  if (std::find(extra_args.begin(), extra_args.end(), "--intra-op-threads") == extra_args.end()) {
+    options.argv.insert(options.argv.end(), {"--intra-op-threads", "1", "--blas-threads", "1"});
+  }
   options.argv.insert(options.argv.end(), extra_args.begin(), extra_args.end());
   options.log_path = WorkerLog(id);
   workers_.push_back(SpawnOrThrow(options));

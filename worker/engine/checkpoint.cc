@@ -1,6 +1,5 @@
 #include "worker/engine/checkpoint.h"
 
-#include <ATen/CPUGeneratorImpl.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -11,6 +10,8 @@
 #include <fstream>
 #include <regex>
 #include <sstream>
+
+#include "worker/engine/cpu_rng.h"
 
 namespace accumulus::engine {
 namespace {
@@ -70,18 +71,6 @@ Status WriteFileAtomically(const std::string& path, const std::string& data) {
 
 std::string Key(const char* kind, size_t i) { return std::string(kind) + "_" + std::to_string(i); }
 
-torch::Tensor GeneratorState() {
-  at::Generator generator = at::detail::getDefaultCPUGenerator();
-  std::lock_guard<std::mutex> lock(generator.mutex());
-  return generator.get_state();
-}
-
-void RestoreGenerator(const torch::Tensor& state) {
-  at::Generator generator = at::detail::getDefaultCPUGenerator();
-  std::lock_guard<std::mutex> lock(generator.mutex());
-  generator.set_state(state);
-}
-
 int64_t ReadInt(torch::serialize::InputArchive& archive, const char* key) {
   c10::IValue value;
   archive.read(key, value);
@@ -139,11 +128,13 @@ StatusOr<std::string> CheckpointStore::Write(const TrainingState& state, const M
   archive.write("applied_steps", c10::IValue(state.applied_steps));
   archive.write("micro_batch", c10::IValue(state.micro_batch));
   archive.write("world_size", c10::IValue(state.world_size));
+  archive.write("intra_op_threads", c10::IValue(static_cast<int64_t>(state.threads.intra_op)));
+  archive.write("blas_threads", c10::IValue(static_cast<int64_t>(state.threads.blas)));
   archive.write("has_loss_scaler", c10::IValue(state.has_loss_scaler));
   archive.write("loss_scale", c10::IValue(state.loss_scaler.scale));
   archive.write("scaler_good_windows", c10::IValue(state.loss_scaler.good_windows));
   archive.write("scaler_skipped", c10::IValue(state.loss_scaler.skipped));
-  archive.write("rng", GeneratorState());
+  archive.write("rng", CpuRngState());
   {
     torch::NoGradGuard no_grad;
     const std::vector<torch::Tensor> parameters = model.Parameters();
@@ -213,6 +204,13 @@ StatusOr<TrainingState> CheckpointStore::LoadLatest(const RunIdentity& identity,
       state.micro_batch = ReadInt(archive, "micro_batch");
       state.world_size = ReadInt(archive, "world_size");
       c10::IValue value;
+      // Absent from checkpoints written before thread splits were recorded.
+      if (archive.try_read("intra_op_threads", value)) {
+        state.threads.intra_op = static_cast<int>(value.toInt());
+      }
+      if (archive.try_read("blas_threads", value)) {
+        state.threads.blas = static_cast<int>(value.toInt());
+      }
       archive.read("has_loss_scaler", value);
       state.has_loss_scaler = value.toBool();
       archive.read("loss_scale", value);
@@ -263,7 +261,7 @@ StatusOr<TrainingState> CheckpointStore::LoadLatest(const RunIdentity& identity,
     } catch (const c10::Error& e) {
       return Status::DataLoss(path + ": optimizer state: " + e.what_without_backtrace());
     }
-    RestoreGenerator(rng.cpu());
+    RestoreCpuRng(rng.cpu());
     return state;
   }
   return Status::NotFound("no checkpoint in " + dir_);

@@ -20,6 +20,7 @@
 #include "common/status.h"
 #include "worker/engine/loss_scaler.h"
 #include "worker/engine/model_factory.h"
+#include "worker/engine/thread_split.h"
 
 namespace accumulus::engine {
 
@@ -37,6 +38,9 @@ struct TrainingState {
   int64_t applied_steps = 0;  // optimizer steps applied (the LR schedule's position)
   int64_t micro_batch = 0;    // the split in force (out-of-memory recovery lowers it)
   int64_t world_size = 1;
+  // The measured thread split in force ({0, 0}: fixed by the spec or the
+  // worker, or a checkpoint written before splits were recorded).
+  ThreadSplit threads;
   bool has_loss_scaler = false;
   LossScaler::State loss_scaler;
 };

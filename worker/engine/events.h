@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "worker/engine/thread_split.h"
+
 namespace accumulus::engine {
 
 // One candidate of micro_batch: auto.
@@ -33,6 +35,11 @@ struct RunReport {
   // Resumed from a checkpoint taken after this step (0: a fresh start); the
   // first StepReport is then step resumed_from_step + 1.
   int64_t resumed_from_step = 0;
+  // Under measure_thread_split_cores: the split in force, and each
+  // candidate's measured rate (empty when taken from the checkpoint).
+  // {0, 0} when the thread counts were given.
+  ThreadSplit threads;
+  std::vector<ThreadTrial> thread_trials;
 };
 
 // One optimizer step (one accumulation window).

@@ -1,6 +1,7 @@
 #include "worker/engine/micro_batch_probe.h"
 
 #include "common/batch_arithmetic.h"
+#include "worker/engine/trial_scope.h"
 
 namespace accumulus::engine {
 
@@ -16,6 +17,10 @@ ProbeResult ProbeMicroBatch(const ProbeRequest& r) {
   ProbeResult result;
   const auto limit = static_cast<int64_t>(static_cast<double>(r.budget_bytes) * (1.0 - r.margin));
   const int64_t samples = std::min(r.per_rank_batch, r.data->size());
+  // The probes' forwards must not move BatchNorm's running statistics (nor
+  // a dropout's generator): training starts from the state it would have
+  // had with the micro-batch given.
+  TrialScope untouched(*r.model);
   for (int64_t m = r.per_rank_batch; m >= 1; m = LargestDivisorAtMost(r.per_rank_batch, m - 1)) {
     MicroBatchProbe probe;
     probe.micro_batch = m;

@@ -39,7 +39,8 @@ struct ProbeResult {
 // Tries the divisors of per_rank_batch from the largest down and stops at the
 // first whose measured peak (of one micro-batch, or two when the window
 // accumulates) plus the optimizer state fits under budget × (1 - margin).
-// Leaves no gradients behind.
+// Leaves no gradients behind and the model's buffers and the CPU generator
+// as they were.
 ProbeResult ProbeMicroBatch(const ProbeRequest& request);
 
 // Bytes of optimizer state for these parameters: one buffer per parameter for

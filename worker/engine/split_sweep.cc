@@ -9,15 +9,17 @@ namespace {
 
 class StepCollector final : public EventSink {
  public:
-  void OnRun(const RunReport&) override {}
+  void OnRun(const RunReport& r) override { threads = r.threads; }
   void OnStep(const StepReport& r) override { steps.push_back(r); }
   void OnLog(LogLevel, const std::string&) override {}
   std::vector<StepReport> steps;
+  ThreadSplit threads;
 };
 
 struct Cost {
   double samples_per_second = 0;
   int64_t peak_bytes = 0;
+  ThreadSplit threads;
 };
 
 // Trains `windows` + 1 windows and measures all but the first.
@@ -28,6 +30,7 @@ StatusOr<Cost> Measure(const TrainConfig& c, int64_t windows) {
   StepCollector sink;
   if (Status s = Train(run, &sink); !s.ok()) return s;
   Cost cost;
+  cost.threads = sink.threads;
   double seconds = 0;
   int64_t samples = 0;
   for (size_t i = 1; i < sink.steps.size(); ++i) {
@@ -76,6 +79,7 @@ StatusOr<std::vector<SplitMeasurement>> SweepSplits(const TrainConfig& config,
     if (!plain.ok()) return plain.status();
     m.samples_per_second = plain->samples_per_second;
     m.peak_bytes = plain->peak_bytes;
+    m.threads = plain->threads;
     if (c.model.kind != "torchscript") {
       c.model.checkpoint_activations = true;
       StatusOr<Cost> checkpointed = Measure(c, windows);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "worker/engine/thread_split.h"
 #include "worker/engine/train_config.h"
 
 namespace accumulus::engine {
@@ -15,6 +16,8 @@ struct SplitMeasurement {
   int64_t accumulation_steps = 0;
   double samples_per_second = 0;  // over the measured windows
   int64_t peak_bytes = 0;         // the largest window peak
+  // The thread split measured for this split ({0, 0}: the config fixed it).
+  ThreadSplit threads;
   // The same with activation checkpointing (built-in models; 0: not
   // measured), so the table shows what it saves and what it costs.
   double checkpointed_samples_per_second = 0;

@@ -23,6 +23,10 @@ ThreadReport ConfigureThreads(int intra_op_threads, int blas_threads) {
   } catch (const std::exception&) {
     // Already fixed by earlier tensor work in this process (tests); keep it.
   }
+  return SetThreadCounts(intra_op_threads, blas_threads);
+}
+
+ThreadReport SetThreadCounts(int intra_op_threads, int blas_threads) {
   if (intra_op_threads > 0) at::set_num_threads(intra_op_threads);
 
   ThreadReport report;

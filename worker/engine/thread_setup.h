@@ -1,7 +1,8 @@
 // The trainer owns its CPU thread configuration: LibTorch intra-op threads,
 // inter-op threads and BLAS threads. Oversubscription (OpenMP threads plus
 // OpenBLAS's own threads on the same cores) halves throughput on small
-// machines, so BLAS gets one thread per rank unless told otherwise.
+// machines: the worker gives a rank's cores to one of the two pools, and
+// which one is measured per job (thread_split.h) unless the spec says.
 #pragma once
 
 #include <string>
@@ -21,5 +22,9 @@ struct ThreadReport {
 // Applies the thread counts (values <= 0 keep LibTorch's and the BLAS's
 // defaults) and reports what is in force. Call once, before any tensor work.
 ThreadReport ConfigureThreads(int intra_op_threads, int blas_threads);
+
+// Changes the intra-op and BLAS thread counts of a running process (both
+// pools resize between ops), as ConfigureThreads does.
+ThreadReport SetThreadCounts(int intra_op_threads, int blas_threads);
 
 }  // namespace accumulus::engine

@@ -116,6 +116,12 @@ struct TrainConfig {
   uint64_t seed = 0;
   Normalization normalization = Normalization::kExact;
   std::string device = "cpu";
+  // > 0 on the CPU: this rank owns that many cores, and before the first
+  // window it measures how to split them between LibTorch's intra-op pool
+  // and the BLAS (thread_split.h); every rank takes rank 0's choice, and a
+  // resumed run keeps the split its checkpoint recorded (so it continues
+  // bit-identically). 0: the process's thread counts stay as they are.
+  int measure_thread_split_cores = 0;
   Precision precision = Precision::kFp32;
   // Dynamic loss scaling (always on for fp16).
   bool loss_scaling = false;

@@ -2,7 +2,9 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <memory>
 
@@ -16,6 +18,9 @@
 #include "worker/engine/process_group_sync.h"
 #include "worker/engine/sample_order.h"
 #include "worker/engine/state_dict.h"
+#include "worker/engine/thread_setup.h"
+#include "worker/engine/thread_split.h"
+#include "worker/engine/trial_scope.h"
 #include "worker/engine/window_accumulator.h"
 
 namespace accumulus::engine {
@@ -169,6 +174,42 @@ StatusOr<TrainingState> ResumeFrom(const TrainConfig& config, const RunIdentity&
   return state;
 }
 
+// The thread split of a rank that measures its own (see
+// TrainConfig::measure_thread_split_cores): the checkpoint's when resuming on
+// as many ranks with as many cores, else the fastest for this micro-batch on
+// rank 0, which every rank then takes (ranks on one split reduce alike).
+void ChooseThreadSplit(const TrainConfig& config, const TrainingState& resumed, bool same_split,
+                       int64_t micro, Model& model, WindowAccumulator& window, const Dataset& data,
+                       const torch::Device& device, GradientSync* sync, RunReport* run) {
+  const int cores = config.measure_thread_split_cores;
+  const std::vector<ThreadSplit> candidates = CandidateThreadSplits(cores);
+  const ThreadSplit recorded = resumed.threads;
+  if (same_split && std::find(candidates.begin(), candidates.end(), recorded) != candidates.end()) {
+    SetThreadCounts(recorded.intra_op, recorded.blas);
+    run->threads = recorded;
+    return;
+  }
+  if (candidates.size() == 1) {  // one core: nothing to choose
+    SetThreadCounts(candidates[0].intra_op, candidates[0].blas);
+    return;
+  }
+  {
+    const Batch batch = ToDevice(data.Gather(torch::arange(std::min(micro, data.size()))), device);
+    TrialScope untouched(model);
+    run->thread_trials =
+        MeasureThreadSplits(candidates, batch.inputs.size(0), [&] { window.AddMicroBatch(batch); });
+    window.DiscardWindow();
+  }
+  ThreadSplit chosen = Fastest(run->thread_trials);
+  if (sync != nullptr) {
+    int64_t index = std::find(candidates.begin(), candidates.end(), chosen) - candidates.begin();
+    index = sync->MinAcrossRanks(config.rank == 0 ? index : INT64_MAX);
+    chosen = candidates[static_cast<size_t>(index)];
+  }
+  SetThreadCounts(chosen.intra_op, chosen.blas);
+  run->threads = chosen;
+}
+
 // One StepReport from a finished window.
 StepReport ReportOf(const Window& w, const WindowResult& result, double lr, double seconds,
                     const MemoryMeter& memory, int64_t steps_total, int64_t skipped_steps) {
@@ -299,6 +340,10 @@ Status TrainOrThrow(const TrainConfig& config, EventSink* sink, const TrainOptio
                              : config.optimizer.lr;
 
   RunReport run;
+  if (config.measure_thread_split_cores > 0 && device->is_cpu()) {
+    ChooseThreadSplit(config, *resumed, same_split, micro, model, window, data, *device, sync.get(),
+                      &run);
+  }
   run.micro_batch = micro;
   run.accumulation_steps = accumulation;
   run.resumed_from_step = resumed->step;
@@ -343,6 +388,7 @@ Status TrainOrThrow(const TrainConfig& config, EventSink* sink, const TrainOptio
     state.applied_steps = applied;
     state.micro_batch = micro;
     state.world_size = config.world_size;
+    state.threads = run.threads;
     state.has_loss_scaler = scaler != nullptr;
     if (scaler) state.loss_scaler = scaler->state();
     const auto start = Clock::now();

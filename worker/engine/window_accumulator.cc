@@ -104,6 +104,11 @@ WindowResult WindowAccumulator::FinishWindow(bool out_of_memory) {
   return result;
 }
 
+void WindowAccumulator::DiscardWindow() {
+  ResetWindow();
+  for (auto& p : parameters_) p.mutable_grad() = torch::Tensor();
+}
+
 void WindowAccumulator::ResetWindow() {
   microbatches_ = samples_ = 0;
   items_ = torch::Tensor();

@@ -73,6 +73,10 @@ class WindowAccumulator {
   // counts, so every rank learns it in the same all-reduce.
   WindowResult FinishWindow(bool out_of_memory = false);
 
+  // Ends the window without a trace: counters reset, gradients dropped (the
+  // micro-batches only measured something).
+  void DiscardWindow();
+
  private:
   void ResetWindow();
 

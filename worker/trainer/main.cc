@@ -36,16 +36,26 @@ int ProbeDevices() {
 
 }  // namespace
 
+// The task's thread counts; when it leaves both to the trainer, all cores to
+// LibTorch until the engine has measured the split (its pools resize later).
+static accumulus::engine::ThreadReport ConfigureThreadsOf(const accumulus::v1::TrainerTask& task) {
+  if (task.intra_op_threads() <= 0 && task.blas_threads() <= 0) {
+    return accumulus::engine::ConfigureThreads(std::max(1, task.cores()), 1);
+  }
+  return accumulus::engine::ConfigureThreads(task.intra_op_threads(), task.blas_threads());
+}
+
 // `--sweep`: the job's first windows under each usual split, one line each:
 // "sweep <micro> <accumulation> <samples per second> <peak bytes>
-// <checkpointed samples per second> <checkpointed peak bytes>".
+// <checkpointed samples per second> <checkpointed peak bytes> <intra-op
+// threads> <BLAS threads>" (threads 0 0: the task fixed them).
 int Sweep(const accumulus::v1::TrainerTask& task) {
   auto config = accumulus::trainer::ToTrainConfig(task);
   if (!config.ok()) {
     std::fprintf(stderr, "%s\n", config.status().message().c_str());
     return 1;
   }
-  accumulus::engine::ConfigureThreads(task.intra_op_threads(), task.blas_threads());
+  ConfigureThreadsOf(task);
   const int64_t per_rank = config->micro_batch > 0
                                ? config->micro_batch * config->accumulation_steps
                                : config->global_batch / config->world_size;
@@ -58,10 +68,11 @@ int Sweep(const accumulus::v1::TrainerTask& task) {
     return 1;
   }
   for (const auto& r : *rows) {
-    std::printf("sweep %lld %lld %.1f %lld %.1f %lld\n", static_cast<long long>(r.micro_batch),
-                static_cast<long long>(r.accumulation_steps), r.samples_per_second,
-                static_cast<long long>(r.peak_bytes), r.checkpointed_samples_per_second,
-                static_cast<long long>(r.checkpointed_peak_bytes));
+    std::printf(
+        "sweep %lld %lld %.1f %lld %.1f %lld %d %d\n", static_cast<long long>(r.micro_batch),
+        static_cast<long long>(r.accumulation_steps), r.samples_per_second,
+        static_cast<long long>(r.peak_bytes), r.checkpointed_samples_per_second,
+        static_cast<long long>(r.checkpointed_peak_bytes), r.threads.intra_op, r.threads.blas);
   }
   return 0;
 }
@@ -117,8 +128,7 @@ int main(int argc, char** argv) {
   }
   auto config = accumulus::trainer::ToTrainConfig(task);
 
-  const accumulus::engine::ThreadReport threads =
-      accumulus::engine::ConfigureThreads(task.intra_op_threads(), task.blas_threads());
+  const accumulus::engine::ThreadReport threads = ConfigureThreadsOf(task);
   accumulus::v1::RuntimeInfo runtime;
   runtime.set_intra_op_threads(threads.intra_op_threads);
   runtime.set_inter_op_threads(threads.inter_op_threads);

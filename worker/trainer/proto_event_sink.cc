@@ -33,6 +33,19 @@ void ProtoEventSink::OnRun(const engine::RunReport& report) {
   for (int64_t k : report.accumulation_ramp) info->add_accumulation_ramp(k);
   info->mutable_batch()->set_micro_batch(report.micro_batch);
   info->mutable_batch()->set_accumulation_steps(report.accumulation_steps);
+  if (report.threads.intra_op > 0) {
+    info->set_intra_op_threads(report.threads.intra_op);
+    info->set_blas_threads(report.threads.blas);
+    info->set_threads_source(report.thread_trials.empty() ? "checkpoint" : "measured");
+  } else {
+    info->set_threads_source("given");
+  }
+  for (const auto& t : report.thread_trials) {
+    v1::ThreadTrial* trial = info->add_thread_trials();
+    trial->set_intra_op_threads(t.split.intra_op);
+    trial->set_blas_threads(t.split.blas);
+    trial->set_samples_per_second(t.samples_per_second);
+  }
   for (const auto& p : report.probe) {
     v1::MicroBatchProbe* probe = info->add_probe();
     probe->set_micro_batch(p.micro_batch);

@@ -1,5 +1,7 @@
 #include "worker/trainer/task_config.h"
 
+#include <algorithm>
+
 #include "common/job_spec.h"
 
 namespace accumulus::trainer {
@@ -73,6 +75,9 @@ StatusOr<engine::TrainConfig> ToTrainConfig(const v1::TrainerTask& task) {
                         ? engine::Normalization::kPerMicrobatchMean
                         : engine::Normalization::kExact;
   c.device = task.device().empty() ? "cpu" : task.device();
+  if (task.intra_op_threads() <= 0 && task.blas_threads() <= 0) {
+    c.measure_thread_split_cores = std::max(1, task.cores());
+  }
   c.output_path = spec.output();
   if (!spec.checkpoint().dir().empty()) {
     c.checkpoint_dir = spec.checkpoint().dir() + "/" + task.job_id();

@@ -1,0 +1,47 @@
+// How a CPU rank divides its cores between LibTorch's intra-op pool and the
+// BLAS, chosen by measuring the job's own micro-batch.
+//
+// No fixed rule wins: a GEMM runs on the BLAS's threads only (LibTorch calls
+// sgemm once per matmul), while convolutions, normalization and elementwise
+// ops run on the intra-op pool. Measured on 2 cores (bench/README.md): the
+// mlp at micro 256 runs 1.8x faster with the cores given to the BLAS, the cnn
+// 1.7x faster with them given to LibTorch, and both pools busy at once
+// oversubscribe the cores (up to 5x slower).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+namespace accumulus::engine {
+
+struct ThreadSplit {
+  int intra_op = 0;
+  int blas = 0;
+  bool operator==(const ThreadSplit& o) const { return intra_op == o.intra_op && blas == o.blas; }
+};
+
+struct ThreadTrial {
+  ThreadSplit split;
+  double samples_per_second = 0;
+};
+
+// The splits worth measuring for a rank that owns `cores` cores: every core
+// to the intra-op pool and one BLAS thread, or the reverse (one split when
+// there is one core).
+std::vector<ThreadSplit> CandidateThreadSplits(int cores);
+
+// Runs `pass` (forward and backward of `samples` samples) under each
+// candidate: warm-up passes for at least `warmup_seconds` (pools starting,
+// the previous pool's threads going idle), then timed passes for at least
+// `min_seconds`. Returns the trials in candidate order and leaves the
+// fastest split applied.
+std::vector<ThreadTrial> MeasureThreadSplits(const std::vector<ThreadSplit>& candidates,
+                                             int64_t samples, const std::function<void()>& pass,
+                                             double min_seconds = 0.25,
+                                             double warmup_seconds = 0.1);
+
+// The trial with the highest rate (the first on a tie).
+ThreadSplit Fastest(const std::vector<ThreadTrial>& trials);
+
+}  // namespace accumulus::engine

@@ -1,0 +1,24 @@
+// The CPU threads a trainer rank gets: the spec's, else the worker's flags,
+// else none fixed, and the rank measures how to split its cores between
+// LibTorch's intra-op pool and the BLAS (worker/engine/thread_split.h).
+#pragma once
+
+#include "accumulus/v1/job.pb.h"
+
+namespace accumulus::worker {
+
+struct RankThreads {
+  // Both 0: the rank measures the split of `cores`.
+  int intra_op = 0;
+  int blas = 0;
+  int cores = 1;
+  bool measured() const { return intra_op == 0 && blas == 0; }
+};
+
+// Fields the spec leaves at 0 take the worker's defaults; where only one of
+// the two ends up set, the other gets the cores it leaves (cores / given, at
+// least 1): all cores to LibTorch means one BLAS thread, and the reverse.
+RankThreads ResolveRankThreads(const v1::ThreadSpec& spec, int worker_intra_op, int worker_blas,
+                               int cores);
+
+}  // namespace accumulus::worker
