@@ -25,6 +25,7 @@ void WatchReactor::Link::Detach() {
 
 void WatchReactor::Pump() {
   enum { kNothing, kWrite, kFinish } action = kNothing;
+  grpc::WriteOptions options;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (writing_ || cancelled_ || finish_called_) return;
@@ -32,13 +33,21 @@ void WatchReactor::Pump() {
       writing_ = true;
       sent_through_ = message_.sequence();
       action = kWrite;
+      // A watcher behind the log (a replay, a burst) gets its events in
+      // fewer frames and syscalls: gRPC may hold this one until the next
+      // write, which is certain since the next event is already there. The
+      // newest event always goes out at once. Never the first write: it
+      // carries the initial metadata, and a hinted batch with it never
+      // completes (grpc/grpc#12975, #34231).
+      if (wrote_any_ && log_->last_sequence() > sent_through_) options.set_buffer_hint();
+      wrote_any_ = true;
     } else if (log_->closed()) {
       finish_called_ = true;
       action = kFinish;
     }
   }
   // Outside the lock: gRPC may run a reaction on this thread.
-  if (action == kWrite) StartWrite(&message_);
+  if (action == kWrite) StartWrite(&message_, options);
   if (action == kFinish) Finish(grpc::Status::OK);
 }
 

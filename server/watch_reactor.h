@@ -49,6 +49,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::JobEvent> {
   // State below is protected by mutex_.
   int64_t sent_through_;  // sequence number of the last event written
   bool writing_ = false;
+  bool wrote_any_ = false;
   bool cancelled_ = false;
   bool finish_called_ = false;  // gRPC needs exactly one Finish
   v1::JobEvent message_;        // owned by gRPC between StartWrite and OnWriteDone
