@@ -1,8 +1,15 @@
 #include "bench/bench_models.h"
 
 #include <algorithm>
+#include <map>
+#include <thread>
+#include <utility>
 
+#include "worker/engine/loss.h"
+#include "worker/engine/thread_setup.h"
 #include "worker/engine/tracking_allocator.h"
+#include "worker/engine/trial_scope.h"
+#include "worker/engine/window_accumulator.h"
 
 namespace accumulus::engine {
 
@@ -44,6 +51,31 @@ Workload MakeWorkload(const TrainConfig& config, int64_t micro) {
     w.micro_batches.push_back(w.data->Gather(torch::arange(b, b + micro)));
   }
   return w;
+}
+
+ThreadSplit UseAccumulusThreadSplit(benchmark::State& state, const std::string& kind,
+                                    int64_t micro) {
+  static std::map<std::pair<std::string, int64_t>, ThreadSplit> measured;
+  auto found = measured.find({kind, micro});
+  if (found == measured.end()) {
+    const TrainConfig c = ModelUnderTest(kind);
+    Workload w = MakeWorkload(c, micro);
+    WindowAccumulator window(
+        w.model->Parameters(), [&](const torch::Tensor& in) { return w.model->Forward(in); },
+        LossOf(c.model.loss, c.data.task), Normalization::kExact, kGlobalBatch / micro, 0);
+    TrialScope untouched(*w.model);
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    const std::vector<ThreadTrial> trials =
+        MeasureThreadSplits(CandidateThreadSplits(cores), micro,
+                            [&] { window.AddMicroBatch(w.micro_batches.front()); });
+    window.DiscardWindow();
+    found = measured.emplace(std::make_pair(kind, micro), Fastest(trials)).first;
+  }
+  const ThreadSplit split = found->second;
+  SetThreadCounts(split.intra_op, split.blas);
+  state.counters["intra_op_threads"] = split.intra_op;
+  state.counters["blas_threads"] = split.blas;
+  return split;
 }
 
 void MeasureWindows(benchmark::State& state, int64_t accumulation,

@@ -12,6 +12,7 @@
 
 #include "worker/engine/dataset.h"
 #include "worker/engine/model_factory.h"
+#include "worker/engine/thread_split.h"
 #include "worker/engine/train_config.h"
 
 namespace accumulus::engine {
@@ -32,6 +33,14 @@ struct Workload {
   std::vector<Batch> micro_batches;
 };
 Workload MakeWorkload(const TrainConfig& config, int64_t micro);
+
+// The thread split a trainer rank owning every core of this machine measures
+// for this model and micro-batch (worker/engine/thread_split.h), on the
+// engine's own forward + backward; measured once and shared, so the engine
+// and its peers run on the same threads. Applies it and records it in
+// `state`'s counters (intra_op_threads, blas_threads).
+ThreadSplit UseAccumulusThreadSplit(benchmark::State& state, const std::string& kind,
+                                    int64_t micro);
 
 // Times `run_window` (one window of global batch kGlobalBatch, warmed up
 // already) and records samples/s, the accumulation and the window's peak of

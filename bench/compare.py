@@ -7,8 +7,11 @@ BENCH_JSON is accumulus_engine_bench's Google Benchmark output (the engine's
 window, the plain-LibTorch textbook loop and the matmul ceiling). This script
 adds, for the same models and splits: the textbook loop in Python PyTorch
 (Debian's python3-torch, the same LibTorch) with accumulus's thread and BLAS
-settings and with a fresh machine's defaults, and whole accumulus jobs run
-through a real controller and worker. Writes OUT_PREFIX.json and OUT_PREFIX.md.
+settings, with a fresh Debian machine's defaults (the reference BLAS that
+python3-torch pulls in, PyTorch's default threads) and with OpenBLAS
+installed but default threads; and whole accumulus jobs run through a real
+controller and worker, with what the orchestration costs per step. Writes
+OUT_PREFIX.json and OUT_PREFIX.md.
 """
 import json
 import os
@@ -26,6 +29,14 @@ SPLITS = [256, 64, 16, 4]
 GLOBAL = 256
 # Timed windows per measurement: enough for a stable rate, bounded for charlm.
 WINDOWS = {"mlp": 12, "cnn": 6, "charlm": 3}
+# Under the reference BLAS a charlm window takes tens of seconds.
+FRESH_WINDOWS = {"mlp": 3, "cnn": 3, "charlm": 1}
+# Whole jobs: enough steps that the job's start (processes, LibTorch, the
+# thread-split measurement) is small against the control plane's per-step work.
+JOB_WINDOWS = {"mlp": 150, "cnn": 60, "charlm": 4}
+# Where Debian's libblas3 (the reference BLAS) lives: what libblas.so.3 is on
+# a fresh machine, before an optimized BLAS takes over the alternative.
+REFERENCE_BLAS_DIR = "/usr/lib/x86_64-linux-gnu/blas"
 PEER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "peers", "textbook_loop.py")
 PYTHON = "/usr/bin/python3"  # Debian's, with python3-torch
 
@@ -41,7 +52,8 @@ SPECS = {
 
 
 def engine_results(path):
-    """{(bench, model, micro): (samples/s, peak bytes)} and the matmul FLOP/s."""
+    """{(bench, model, micro): (samples/s, peak bytes, (intra-op, BLAS threads))}
+    and the matmul FLOP/s."""
     with open(path) as f:
         data = json.load(f)
     out, flops = {}, 0.0
@@ -51,8 +63,9 @@ def engine_results(path):
         name = b["run_name"]
         m = re.match(r"BM_(Window|Textbook)/(\w+)/micro:(\d+)(/checkpoint:(\d))?", name)
         if m and m.group(5) in (None, "0"):
-            out[(m.group(1), m.group(2), int(m.group(3)))] = (b["items_per_second"],
-                                                              b.get("window_peak_bytes", 0))
+            out[(m.group(1), m.group(2), int(m.group(3)))] = (
+                b["items_per_second"], b.get("window_peak_bytes", 0),
+                (int(b["intra_op_threads"]), int(b["blas_threads"])))
         if name.startswith("BM_Matmul"):
             flops = b["flops"]
         if name.startswith("BM_MetricsPerStep"):
@@ -61,25 +74,34 @@ def engine_results(path):
     return data["context"], out, flops
 
 
-def python_peer(model, micro, threads):
-    # The default run gets a clean environment: no thread or allocator
-    # settings (run.sh exports accumulus's allocator settings).
+def python_peer(model, micro, settings, split=None):
+    """settings: "accumulus" (its threads `split` and allocator settings),
+    "fresh" (a fresh Debian machine: reference BLAS, default threads) or
+    "openblas" (OpenBLAS installed, default threads)."""
+    # Defaults get a clean environment: no thread or allocator settings
+    # (run.sh exports accumulus's allocator settings).
     env = {k: v for k, v in os.environ.items()
            if k not in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                         "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_")}
-    args = [PYTHON, PEER, model, str(micro), "--windows", str(WINDOWS[model])]
-    if threads:
-        env.update(OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",
+    windows = FRESH_WINDOWS[model] if settings == "fresh" else WINDOWS[model]
+    args = [PYTHON, PEER, model, str(micro), "--windows", str(windows)]
+    if settings == "accumulus":
+        intra_op, blas = split
+        env.update(OMP_NUM_THREADS=str(intra_op), OPENBLAS_NUM_THREADS=str(blas),
+                   MKL_NUM_THREADS=str(blas),
                    MALLOC_MMAP_THRESHOLD_="4294967296", MALLOC_TRIM_THRESHOLD_="4294967296")
-        args += ["--threads", str(threads)]
+        args += ["--threads", str(intra_op)]
+    elif settings == "fresh":
+        env["LD_LIBRARY_PATH"] = REFERENCE_BLAS_DIR
     line = subprocess.run(args, env=env, check=True, capture_output=True, text=True).stdout
     return json.loads(line.strip().splitlines()[-1])["samples_per_second"]
 
 
 class Cluster:
-    """A controller and one worker on loopback, as `accumulus up` runs them."""
+    """A controller and one worker on loopback, as `accumulus up` runs them
+    (no thread flags: each rank measures its split)."""
 
-    def __init__(self, bin_dir, threads):
+    def __init__(self, bin_dir):
         self.bin_dir = bin_dir
         self.dir = tempfile.mkdtemp(prefix="accumulus-bench-")
         self.controller = subprocess.Popen(
@@ -91,33 +113,66 @@ class Cluster:
         self.worker = subprocess.Popen(
             [os.path.join(bin_dir, "accumulus-worker"), "--controller", self.address,
              "--work-dir", os.path.join(self.dir, "worker"), "--cpu-slots", "1",
-             "--intra-op-threads", str(threads), "--blas-threads", "1",
              "--advertise-address", "127.0.0.1"],
             stderr=subprocess.DEVNULL)
 
     def run_job(self, model, micro, windows):
-        """Samples/s of a whole job between its first and last step events."""
+        """A whole job: samples/s between its first and last step events, the
+        engine's own window time inside it, and the CPU time the controller and
+        the worker daemon spent while it ran (against the trainer's)."""
         spec = os.path.join(self.dir, "%s-%d.yaml" % (model, micro))
         with open(spec, "w") as f:
             f.write(SPECS[model] % (GLOBAL * (windows + 1)))
             f.write("global_batch: %d\nmicro_batch: %d\nepochs: 1\nseed: 1\n"
                     "optimizer: {kind: sgd, lr: 0.01, momentum: 0.9}\n" % (GLOBAL, micro))
+        before = {"controller": cpu_seconds(self.controller.pid),
+                  "worker": cpu_seconds(self.worker.pid)}
         out = subprocess.run([os.path.join(self.bin_dir, "accumulus"), "--controller",
                               self.address, "-o", "json", "submit", spec, "--watch"],
                              check=True, capture_output=True, text=True).stdout
-        times = []
+        after = {"controller": cpu_seconds(self.controller.pid),
+                 "worker": cpu_seconds(self.worker.pid)}
+        times, window_seconds, split = [], [], None
         for line in out.splitlines()[1:]:
             event = json.loads(line)
+            if "runtime" in event:
+                split = (event["runtime"].get("intraOpThreads"), event["runtime"].get("blasThreads"))
             if "step" in event:
                 times.append(timestamp_seconds(event["time"]))
-        seconds = (times[-1] - times[0]) / (len(times) - 1)
-        return GLOBAL / seconds
+                window_seconds.append(event["step"]["stepSeconds"])
+        steps = len(times) - 1
+        interval = (times[-1] - times[0]) / steps
+        in_job_window = statistics.mean(window_seconds[1:])
+        # The daemon's own time, and its reaped children's (the trainer).
+        control_plane = ((after["controller"][0] - before["controller"][0]) +
+                         (after["worker"][0] - before["worker"][0]))
+        trainer = after["worker"][1] - before["worker"][1]
+        return {
+            "samples_per_second": GLOBAL / interval,
+            "threads": split,
+            # Time between windows: the step's report, the event pipe.
+            "between_windows": interval / in_job_window - 1,
+            # Controller + worker CPU per step, as a share of the step.
+            "control_plane_cpu": control_plane / len(times) / interval,
+            "control_plane_cpu_seconds": control_plane,
+            "trainer_cpu_seconds": trainer,
+        }
 
     def stop(self):
         for p in (self.worker, self.controller):
             p.terminate()
             p.wait()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def cpu_seconds(pid):
+    """(user + system seconds of the process, of its reaped children)."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    tick = os.sysconf("SC_CLK_TCK")
+    # utime, stime, cutime, cstime are fields 14-17 (1-based) of the line;
+    # after the command name's ")" they start at index 11.
+    return ((int(fields[11]) + int(fields[12])) / tick, (int(fields[13]) + int(fields[14])) / tick)
 
 
 def timestamp_seconds(text):
@@ -133,18 +188,20 @@ def ratio(a, b):
 
 def main(bench_json, bin_dir, commit, prefix):
     context, engine, matmul_flops = engine_results(bench_json)
-    threads = int(context.get("intra_op_threads", os.cpu_count()))
     rows = []
-    cluster = Cluster(bin_dir, threads)
+    cluster = Cluster(bin_dir)
     try:
         for model in MODELS:
             for micro in SPLITS:
                 row = {"model": model, "micro": micro, "accumulation": GLOBAL // micro}
-                row["engine"], row["engine_peak_bytes"] = engine[("Window", model, micro)]
-                row["libtorch_textbook"], row["textbook_peak_bytes"] = engine[("Textbook", model, micro)]
-                row["python_same_settings"] = python_peer(model, micro, threads)
-                row["python_default"] = python_peer(model, micro, 0)
-                row["accumulus_job"] = cluster.run_job(model, micro, WINDOWS[model])
+                row["engine"], row["engine_peak_bytes"], split = engine[("Window", model, micro)]
+                row["threads"] = {"intra_op": split[0], "blas": split[1]}
+                (row["libtorch_textbook"], row["textbook_peak_bytes"],
+                 _) = engine[("Textbook", model, micro)]
+                row["python_same_settings"] = python_peer(model, micro, "accumulus", split)
+                row["python_fresh_machine"] = python_peer(model, micro, "fresh")
+                row["python_openblas_default_threads"] = python_peer(model, micro, "openblas")
+                row["job"] = cluster.run_job(model, micro, JOB_WINDOWS[model])
                 # One step report per window, against the window's time.
                 row["metrics_overhead"] = engine["metrics_seconds"] * row["engine"] / GLOBAL
                 rows.append(row)
@@ -162,8 +219,7 @@ def main(bench_json, bin_dir, commit, prefix):
         "commit": commit,
         "machine": {"cpus": os.cpu_count(), "processor": platform.processor(),
                     "host": context.get("host_name")},
-        "threads": {"intra_op": threads, "blas": context.get("blas_threads"),
-                    "blas_library": context.get("blas")},
+        "blas_library": context.get("blas"),
         "matmul_flops": matmul_flops,
         "mlp_256x1_flops": achieved,
         "rows": rows,
@@ -179,30 +235,55 @@ def markdown(r):
         "# accumulus against its peers: global batch 256 per step",
         "",
         "- date: %s, commit: %s" % (r["date"], r["commit"]),
-        "- machine: %d CPUs (%s)" % (r["machine"]["cpus"], r["machine"]["host"]),
-        "- accumulus settings: %d intra-op threads, %s BLAS thread(s) (%s)"
-        % (r["threads"]["intra_op"], r["threads"]["blas"], r["threads"]["blas_library"]),
-        "- peers: the textbook loop (loss / k, backward, step every k) in Python PyTorch "
-        "(Debian python3-torch) with the same settings and with its defaults, and in plain "
-        "LibTorch C++; accumulus: its engine alone, and whole jobs through a controller and "
-        "a worker (step to step, events included).",
+        "- machine: %d CPUs (%s), %s" % (r["machine"]["cpus"], r["machine"]["host"],
+                                         r["blas_library"]),
+        "- accumulus settings: the thread split each trainer measures for its model and "
+        "micro-batch (threads column: intra-op + BLAS), one inter-op thread, its allocator "
+        "settings. The peers: the textbook loop (loss / k, backward, step every k) in plain "
+        "LibTorch C++ and in Python PyTorch (Debian python3-torch, the same LibTorch) with "
+        "exactly those settings; Python PyTorch as a fresh Debian machine runs it (the "
+        "reference BLAS python3-torch pulls in, default threads); and with OpenBLAS "
+        "installed but default threads.",
+        "- job: whole accumulus jobs through a controller and a worker, step event to step "
+        "event; orchestration = time between windows (the step's report) + the controller's "
+        "and worker's CPU per step, as a share of the step.",
         "",
         "samples/s, and accumulus engine ÷ peer:",
         "",
-        "| model | micro × k | engine | job (worker) | LibTorch loop | Python same | Python default "
-        "| ÷ LibTorch | ÷ Python same | ÷ Python default | job overhead | metrics |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| model | micro × k | threads | engine | LibTorch loop | Python same | "
+        "Python fresh machine | Python OpenBLAS defaults | ÷ LibTorch | ÷ Python same | "
+        "÷ Python fresh | ÷ Python OpenBLAS defaults |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for row in r["rows"]:
         e = row["engine"]
         lines.append(
-            "| %s | %d × %d | %.0f | %.0f | %.0f | %.0f | %.0f | %.2f× | %.2f× | %.2f× | %+.1f%% "
-            "| %.3f%% |" % (
-                row["model"], row["micro"], row["accumulation"], e, row["accumulus_job"],
-                row["libtorch_textbook"], row["python_same_settings"], row["python_default"],
+            "| %s | %d × %d | %d + %d | %.0f | %.0f | %.0f | %.0f | %.0f | %.2f× | %.2f× | "
+            "%.1f× | %.2f× |" % (
+                row["model"], row["micro"], row["accumulation"], row["threads"]["intra_op"],
+                row["threads"]["blas"], e, row["libtorch_textbook"],
+                row["python_same_settings"], row["python_fresh_machine"],
+                row["python_openblas_default_threads"],
                 ratio(e, row["libtorch_textbook"]), ratio(e, row["python_same_settings"]),
-                ratio(e, row["python_default"]), 100 * (e / row["accumulus_job"] - 1),
-                100 * row["metrics_overhead"]))
+                ratio(e, row["python_fresh_machine"]),
+                ratio(e, row["python_openblas_default_threads"])))
+    lines += [
+        "",
+        "Orchestration and metrics, per step:",
+        "",
+        "| model | micro × k | job samples/s | job threads | between windows | "
+        "controller + worker CPU | orchestration | metrics |",
+        "| --- | --- | ---: | --- | ---: | ---: | ---: | ---: |",
+    ]
+    for row in r["rows"]:
+        job = row["job"]
+        threads = job["threads"] or ("?", "?")
+        lines.append("| %s | %d × %d | %.0f | %s + %s | %.2f%% | %.2f%% | %.2f%% | %.3f%% |" % (
+            row["model"], row["micro"], row["accumulation"], job["samples_per_second"],
+            threads[0], threads[1], 100 * job["between_windows"],
+            100 * job["control_plane_cpu"],
+            100 * (job["between_windows"] + job["control_plane_cpu"]),
+            100 * row["metrics_overhead"]))
     lines += [
         "",
         "Peak tensor memory in the window (everything live: parameters, gradients, optimizer "

@@ -20,6 +20,7 @@ void BM_Window(benchmark::State& state, const std::string& kind) {
   const int64_t micro = state.range(0);
   const bool checkpoint = state.range(1) != 0;
   const int64_t accumulation = kGlobalBatch / micro;
+  UseAccumulusThreadSplit(state, kind, micro);
   TrainConfig c = ModelUnderTest(kind);
   c.model.checkpoint_activations = checkpoint;
   Workload w = MakeWorkload(c, micro);

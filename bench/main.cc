@@ -9,14 +9,12 @@
 #include "worker/engine/thread_setup.h"
 
 int main(int argc, char** argv) {
-  // The trainer's own configuration: LibTorch threads on every core (what a
-  // worker gives a one-slot trainer; LibTorch's own default counts physical
-  // cores only), one BLAS thread (PLATFORM.md: oversubscription halves
-  // throughput).
-  const auto threads = accumulus::engine::ConfigureThreads(
-      static_cast<int>(std::max(1u, std::thread::hardware_concurrency())), 1);
-  benchmark::AddCustomContext("intra_op_threads", std::to_string(threads.intra_op_threads));
-  benchmark::AddCustomContext("blas_threads", std::to_string(threads.blas_threads));
+  // As a trainer that owns every core starts (one inter-op thread); each
+  // benchmark then applies the split a trainer measures for its model and
+  // micro-batch (bench_models.h).
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const auto threads = accumulus::engine::ConfigureThreads(cores, 1);
+  benchmark::AddCustomContext("cores", std::to_string(cores));
   benchmark::AddCustomContext("blas", threads.blas);
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();

@@ -25,7 +25,8 @@ def main(path, commit):
             continue
         model, micro, checkpoint = m.group(1), int(m.group(2)), m.group(3) == "1"
         rows.setdefault(model, []).append(
-            (micro, int(b["accumulation"]), checkpoint, b["items_per_second"], b["window_peak_bytes"])
+            (micro, int(b["accumulation"]), checkpoint, b["items_per_second"], b["window_peak_bytes"],
+             f'{int(b["intra_op_threads"])} + {int(b["blas_threads"])}')
         )
     print("# Engine: one window of global batch 256 per split")
     print()
@@ -33,8 +34,8 @@ def main(path, commit):
     print(f"- commit: {commit}")
     print(f"- machine: {context['num_cpus']} CPUs, {context['host_name']}")
     print(
-        f"- threads: {context.get('intra_op_threads')} intra-op, "
-        f"{context.get('blas_threads')} BLAS ({context.get('blas')})"
+        f"- threads: the split a trainer owning all {context.get('cores')} cores measures for "
+        f"each model and micro-batch (intra-op + BLAS threads); {context.get('blas')}"
     )
     print("- models: mlp 784-1024-1024-10; cnn two conv+BatchNorm blocks on 3×32×32; "
           "charlm 2 layers, d_model 128, 4 heads, sequences of 128. SGD with momentum.")
@@ -45,14 +46,14 @@ def main(path, commit):
         print()
         print(f"## {model}")
         print()
-        print("| micro × accumulation | checkpointing | samples/s | window peak | |")
-        print("| --- | --- | ---: | ---: | --- |")
-        for micro, accumulation, checkpoint, rate, peak in sorted(
+        print("| micro × accumulation | checkpointing | threads | samples/s | window peak | |")
+        print("| --- | --- | --- | ---: | ---: | --- |")
+        for micro, accumulation, checkpoint, rate, peak, threads in sorted(
             entries, key=lambda e: (e[2], -e[0])
         ):
             bar = "#" * max(1, round(peak / largest * 30))
             print(
-                f"| {micro} × {accumulation} | {'on' if checkpoint else 'off'} | {rate:.0f} "
+                f"| {micro} × {accumulation} | {'on' if checkpoint else 'off'} | {threads} | {rate:.0f} "
                 f"| {peak / 1048576:.1f} MiB | `{bar}` |"
             )
 
