@@ -18,8 +18,10 @@ RESULTS="$ROOT/bench/results"
 mkdir -p "$RESULTS"
 stamp="$(date -u +%Y-%m-%dT%H%M%SZ)"
 json="$RESULTS/engine-split-$stamp.json"
-"$BUILD_DIR/bin/accumulus_engine_bench" --benchmark_repetitions=3 \
-  --benchmark_report_aggregates_only=true --benchmark_out="$json" --benchmark_out_format=json
+# Repetitions of all benchmarks interleaved at random, so drift on a shared
+# machine spreads over all of them instead of favouring whichever ran first.
+"$BUILD_DIR/bin/accumulus_engine_bench" --benchmark_repetitions=5 \
+  --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true --benchmark_out="$json" --benchmark_out_format=json
 python3 "$ROOT/bench/split_report.py" "$json" "$(git -C "$ROOT" rev-parse --short HEAD)" \
   > "$RESULTS/engine-split-$stamp.md"
 cat "$RESULTS/engine-split-$stamp.md"
