@@ -187,6 +187,25 @@ TEST(OutOfMemory, AWindowThatRunsOutIsRetriedSmallerOnTheSameTrajectory) {
   EXPECT_LE(MaxRelativeDifference(recovered, reference), 1e-5);
 }
 
+TEST(OutOfMemory, AThreadSplitTrialThatRunsOutLeavesTheRetryToTheFirstWindow) {
+  const std::map<int64_t, int64_t> peaks = ProbedPeaks(SmallCnn());
+  TrainConfig c = SmallCnn();
+  c.micro_batch = 32;
+  c.accumulation_steps = 2;
+  c.measure_thread_split_cores = 2;
+  // Fits 16, not 32.
+  c.memory_limit_bytes = peaks.at(16) + (peaks.at(32) - peaks.at(16)) / 4;
+  Sink sink;
+  TrainAndCollect(c, &sink);
+  EXPECT_TRUE(sink.run.thread_trials.empty());
+  ASSERT_FALSE(sink.logs.empty());
+  EXPECT_NE(sink.logs[0].find("thread split not measured: micro_batch 32 ran out of memory"),
+            std::string::npos)
+      << sink.logs[0];
+  ASSERT_EQ(sink.steps.size(), 4u);
+  EXPECT_EQ(sink.steps[0].microbatches, 4) << "step 1 ran as 16 × 4";
+}
+
 // What accumulation is for: the window's peak follows the micro-batch, not
 // the window. Measured where activations dominate: the CNN, and an MLP whose
 // micro-batch is large against its width (a wide MLP's gradients would

@@ -180,7 +180,8 @@ StatusOr<TrainingState> ResumeFrom(const TrainConfig& config, const RunIdentity&
 // rank 0, which every rank then takes (ranks on one split reduce alike).
 void ChooseThreadSplit(const TrainConfig& config, const TrainingState& resumed, bool same_split,
                        int64_t micro, Model& model, WindowAccumulator& window, const Dataset& data,
-                       const torch::Device& device, GradientSync* sync, RunReport* run) {
+                       const torch::Device& device, GradientSync* sync, EventSink* sink,
+                       RunReport* run) {
   const int cores = config.measure_thread_split_cores;
   const std::vector<ThreadSplit> candidates = CandidateThreadSplits(cores);
   const ThreadSplit recorded = resumed.threads;
@@ -193,14 +194,22 @@ void ChooseThreadSplit(const TrainConfig& config, const TrainingState& resumed, 
     SetThreadCounts(candidates[0].intra_op, candidates[0].blas);
     return;
   }
-  {
+  try {
     const Batch batch = ToDevice(data.Gather(torch::arange(std::min(micro, data.size()))), device);
     TrialScope untouched(model);
     run->thread_trials =
         MeasureThreadSplits(candidates, batch.inputs.size(0), [&] { window.AddMicroBatch(batch); });
     window.DiscardWindow();
+  } catch (const c10::OutOfMemoryError&) {
+    // The first window meets the same limit and retries with a smaller
+    // micro-batch; this rank still joins the agreement below.
+    window.DiscardWindow();
+    run->thread_trials.clear();
+    sink->OnLog(LogLevel::kWarning, "thread split not measured: micro_batch " +
+                                        std::to_string(micro) +
+                                        " ran out of memory; its cores go to LibTorch's threads");
   }
-  ThreadSplit chosen = Fastest(run->thread_trials);
+  ThreadSplit chosen = run->thread_trials.empty() ? candidates[0] : Fastest(run->thread_trials);
   if (sync != nullptr) {
     int64_t index = std::find(candidates.begin(), candidates.end(), chosen) - candidates.begin();
     index = sync->MinAcrossRanks(config.rank == 0 ? index : INT64_MAX);
@@ -342,7 +351,7 @@ Status TrainOrThrow(const TrainConfig& config, EventSink* sink, const TrainOptio
   RunReport run;
   if (config.measure_thread_split_cores > 0 && device->is_cpu()) {
     ChooseThreadSplit(config, *resumed, same_split, micro, model, window, data, *device, sync.get(),
-                      &run);
+                      sink, &run);
   }
   run.micro_batch = micro;
   run.accumulation_steps = accumulation;

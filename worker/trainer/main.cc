@@ -34,16 +34,16 @@ int ProbeDevices() {
   return 0;
 }
 
-}  // namespace
-
 // The task's thread counts; when it leaves both to the trainer, all cores to
 // LibTorch until the engine has measured the split (its pools resize later).
-static accumulus::engine::ThreadReport ConfigureThreadsOf(const accumulus::v1::TrainerTask& task) {
+accumulus::engine::ThreadReport ConfigureThreadsOf(const accumulus::v1::TrainerTask& task) {
   if (task.intra_op_threads() <= 0 && task.blas_threads() <= 0) {
     return accumulus::engine::ConfigureThreads(std::max(1, task.cores()), 1);
   }
   return accumulus::engine::ConfigureThreads(task.intra_op_threads(), task.blas_threads());
 }
+
+}  // namespace
 
 // `--sweep`: the job's first windows under each usual split, one line each:
 // "sweep <micro> <accumulation> <samples per second> <peak bytes>
