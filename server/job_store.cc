@@ -92,7 +92,34 @@ StatusOr<std::unique_ptr<JobStore>> JobStore::Open(const std::string& path) {
   return store;
 }
 
-JobStore::~JobStore() { sqlite3_close(db_); }
+JobStore::~JobStore() {
+  for (auto& [sql, statement] : prepared_) sqlite3_finalize(statement);
+  sqlite3_close(db_);
+}
+
+sqlite3_stmt* JobStore::Prepared(const char* sql) {
+  auto found = prepared_.find(sql);
+  if (found != prepared_.end()) return found->second;
+  sqlite3_stmt* statement = nullptr;
+  if (sqlite3_prepare_v3(db_, sql, -1, SQLITE_PREPARE_PERSISTENT, &statement, nullptr) !=
+      SQLITE_OK) {
+    sqlite3_finalize(statement);
+    return nullptr;
+  }
+  prepared_.emplace(sql, statement);
+  return statement;
+}
+
+bool JobStore::Run(sqlite3_stmt* statement) {
+  if (statement == nullptr) return false;
+  if (sqlite3_step(statement) != SQLITE_DONE) {
+    sqlite3_reset(statement);  // keeps the error for sqlite3_errmsg
+    return false;
+  }
+  sqlite3_reset(statement);
+  sqlite3_clear_bindings(statement);
+  return true;
+}
 
 Status JobStore::Exec(const char* sql) {
   char* error = nullptr;
@@ -107,29 +134,37 @@ Status JobStore::Error(const std::string& what) const {
 }
 
 Status JobStore::Record(const v1::Job& job, const std::vector<const v1::JobEvent*>& events) {
-  if (Status s = Exec("BEGIN"); !s.ok()) return s;
-  Statement upsert(db_,
-                   "INSERT INTO jobs (id, number, finished, job) VALUES (?1, ?2, ?3, ?4) "
-                   "ON CONFLICT(id) DO UPDATE SET finished = ?3, job = ?4");
-  upsert.Bind(1, job.id());
-  upsert.Bind(2, JobNumber(job.id()));
-  upsert.Bind(3, static_cast<int64_t>(IsTerminal(job.state()) ? 1 : 0));
-  upsert.BindBlob(4, job.SerializeAsString());
-  bool ok = upsert.ok() && sqlite3_step(upsert.get()) == SQLITE_DONE;
-  Statement insert(db_, "INSERT INTO events (job_id, sequence, event) VALUES (?1, ?2, ?3)");
+  if (!Run(Prepared("BEGIN"))) return Error("recording job " + job.id() + ": BEGIN");
+  sqlite3_stmt* upsert = Prepared(
+      "INSERT INTO jobs (id, number, finished, job) VALUES (?1, ?2, ?3, ?4) "
+      "ON CONFLICT(id) DO UPDATE SET finished = ?3, job = ?4");
+  const std::string snapshot = job.SerializeAsString();
+  bool ok = upsert != nullptr;
+  if (ok) {
+    sqlite3_bind_text(upsert, 1, job.id().data(), static_cast<int>(job.id().size()), SQLITE_STATIC);
+    sqlite3_bind_int64(upsert, 2, JobNumber(job.id()));
+    sqlite3_bind_int64(upsert, 3, IsTerminal(job.state()) ? 1 : 0);
+    sqlite3_bind_blob(upsert, 4, snapshot.data(), static_cast<int>(snapshot.size()), SQLITE_STATIC);
+    ok = Run(upsert);
+  }
+  sqlite3_stmt* insert =
+      Prepared("INSERT INTO events (job_id, sequence, event) VALUES (?1, ?2, ?3)");
+  std::string bytes;
   for (size_t i = 0; ok && i < events.size(); ++i) {
-    sqlite3_reset(insert.get());
-    insert.Bind(1, job.id());
-    insert.Bind(2, events[i]->sequence());
-    insert.BindBlob(3, events[i]->SerializeAsString());
-    ok = insert.ok() && sqlite3_step(insert.get()) == SQLITE_DONE;
+    ok = insert != nullptr && events[i]->SerializeToString(&bytes);
+    if (!ok) break;
+    sqlite3_bind_text(insert, 1, job.id().data(), static_cast<int>(job.id().size()), SQLITE_STATIC);
+    sqlite3_bind_int64(insert, 2, events[i]->sequence());
+    sqlite3_bind_blob(insert, 3, bytes.data(), static_cast<int>(bytes.size()), SQLITE_STATIC);
+    ok = Run(insert);
   }
   if (!ok) {
     const Status error = Error("recording job " + job.id());
-    (void)Exec("ROLLBACK");
+    (void)Run(Prepared("ROLLBACK"));
     return error;
   }
-  return Exec("COMMIT");
+  if (!Run(Prepared("COMMIT"))) return Error("recording job " + job.id() + ": COMMIT");
+  return Status::Ok();
 }
 
 StatusOr<std::vector<JobStore::StoredJob>> JobStore::Load() {
