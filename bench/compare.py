@@ -119,43 +119,41 @@ class Cluster:
     def run_job(self, model, micro, windows):
         """A whole job: samples/s between its first and last step events, the
         engine's own window time inside it, and the CPU time the controller and
-        the worker daemon spent while it ran (against the trainer's)."""
+        the worker daemon spent between those events."""
         spec = os.path.join(self.dir, "%s-%d.yaml" % (model, micro))
         with open(spec, "w") as f:
             f.write(SPECS[model] % (GLOBAL * (windows + 1)))
             f.write("global_batch: %d\nmicro_batch: %d\nepochs: 1\nseed: 1\n"
                     "optimizer: {kind: sgd, lr: 0.01, momentum: 0.9}\n" % (GLOBAL, micro))
-        before = {"controller": cpu_seconds(self.controller.pid),
-                  "worker": cpu_seconds(self.worker.pid)}
-        out = subprocess.run([os.path.join(self.bin_dir, "accumulus"), "--controller",
-                              self.address, "-o", "json", "submit", spec, "--watch"],
-                             check=True, capture_output=True, text=True).stdout
-        after = {"controller": cpu_seconds(self.controller.pid),
-                 "worker": cpu_seconds(self.worker.pid)}
-        times, window_seconds, split = [], [], None
-        for line in out.splitlines()[1:]:
+        watch = subprocess.Popen([os.path.join(self.bin_dir, "accumulus"), "--controller",
+                                  self.address, "-o", "json", "submit", spec, "--watch"],
+                                 stdout=subprocess.PIPE, text=True)
+        times, window_seconds, split, cpu = [], [], None, []
+        watch.stdout.readline()  # the submitted job
+        for line in watch.stdout:
             event = json.loads(line)
             if "runtime" in event:
-                split = (event["runtime"].get("intraOpThreads"), event["runtime"].get("blasThreads"))
+                split = (event["runtime"].get("intra_op_threads"),
+                         event["runtime"].get("blas_threads"))
             if "step" in event:
                 times.append(timestamp_seconds(event["time"]))
-                window_seconds.append(event["step"]["stepSeconds"])
+                window_seconds.append(event["step"]["step_seconds"])
+                if len(times) in (1, windows + 1):  # the first and the last step
+                    cpu.append(cpu_seconds(self.controller.pid) + cpu_seconds(self.worker.pid))
+        if watch.wait() != 0:
+            raise RuntimeError("job %s %d failed" % (model, micro))
         steps = len(times) - 1
         interval = (times[-1] - times[0]) / steps
         in_job_window = statistics.mean(window_seconds[1:])
-        # The daemon's own time, and its reaped children's (the trainer).
-        control_plane = ((after["controller"][0] - before["controller"][0]) +
-                         (after["worker"][0] - before["worker"][0]))
-        trainer = after["worker"][1] - before["worker"][1]
+        control_plane = cpu[-1] - cpu[0]
         return {
             "samples_per_second": GLOBAL / interval,
             "threads": split,
             # Time between windows: the step's report, the event pipe.
             "between_windows": interval / in_job_window - 1,
             # Controller + worker CPU per step, as a share of the step.
-            "control_plane_cpu": control_plane / len(times) / interval,
+            "control_plane_cpu": control_plane / steps / interval,
             "control_plane_cpu_seconds": control_plane,
-            "trainer_cpu_seconds": trainer,
         }
 
     def stop(self):
@@ -166,13 +164,12 @@ class Cluster:
 
 
 def cpu_seconds(pid):
-    """(user + system seconds of the process, of its reaped children)."""
+    """User + system seconds of one process (its own threads, not children)."""
     with open("/proc/%d/stat" % pid) as f:
         fields = f.read().rsplit(")", 1)[1].split()
-    tick = os.sysconf("SC_CLK_TCK")
-    # utime, stime, cutime, cstime are fields 14-17 (1-based) of the line;
-    # after the command name's ")" they start at index 11.
-    return ((int(fields[11]) + int(fields[12])) / tick, (int(fields[13]) + int(fields[14])) / tick)
+    # utime and stime are fields 14 and 15 (1-based) of the line; after the
+    # command name's ")" they are at index 11 and 12.
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def timestamp_seconds(text):
