@@ -10,7 +10,7 @@ RankThreads ResolveRankThreads(const v1::ThreadSpec& spec, int worker_intra_op, 
   t.cores = std::max(1, cores);
   t.intra_op = spec.intra_op() > 0 ? spec.intra_op() : std::max(0, worker_intra_op);
   t.blas = spec.blas() > 0 ? spec.blas() : std::max(0, worker_blas);
-  if (t.measured()) return t;
+  if (t.rank_measures()) return t;
   if (t.intra_op == 0) t.intra_op = std::max(1, t.cores / t.blas);
   if (t.blas == 0) t.blas = std::max(1, t.cores / t.intra_op);
   return t;

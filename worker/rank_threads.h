@@ -12,7 +12,7 @@ struct RankThreads {
   int intra_op = 0;
   int blas = 0;
   int cores = 1;
-  bool measured() const { return intra_op == 0 && blas == 0; }
+  bool rank_measures() const { return intra_op == 0 && blas == 0; }
 };
 
 // Fields the spec leaves at 0 take the worker's defaults; where only one of

@@ -156,8 +156,8 @@ void TrainerSupervisor::Run(std::shared_ptr<Job> job) {
     task.set_cores(threads.cores);
     // A rank that measures starts both runtimes with every core, so either
     // pool can take them all.
-    const int intra = threads.measured() ? threads.cores : threads.intra_op;
-    const int blas = threads.measured() ? threads.cores : threads.blas;
+    const int intra = threads.rank_measures() ? threads.cores : threads.intra_op;
+    const int blas = threads.rank_measures() ? threads.cores : threads.blas;
 
     TrainerProcess::Options process;
     process.binary = options_.trainer_binary;

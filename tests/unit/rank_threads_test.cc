@@ -16,13 +16,13 @@ v1::ThreadSpec Spec(int intra_op, int blas) {
 
 TEST(ResolveRankThreads, NothingGivenLeavesTheSplitToTheRank) {
   const RankThreads t = ResolveRankThreads(Spec(0, 0), 0, 0, 4);
-  EXPECT_TRUE(t.measured());
+  EXPECT_TRUE(t.rank_measures());
   EXPECT_EQ(t.cores, 4);
 }
 
 TEST(ResolveRankThreads, TheSpecWinsOverTheWorker) {
   const RankThreads t = ResolveRankThreads(Spec(3, 2), 1, 1, 4);
-  EXPECT_FALSE(t.measured());
+  EXPECT_FALSE(t.rank_measures());
   EXPECT_EQ(t.intra_op, 3);
   EXPECT_EQ(t.blas, 2);
 }

@@ -6,7 +6,7 @@
 // ops run on the intra-op pool. Measured on 2 cores (bench/README.md): the
 // mlp at micro 256 runs 1.8x faster with the cores given to the BLAS, the cnn
 // 1.7x faster with them given to LibTorch, and both pools busy at once
-// oversubscribe the cores (up to 5x slower).
+// oversubscribe the cores (up to 7x slower: the mlp at micro 4).
 #pragma once
 
 #include <cstdint>
