@@ -49,7 +49,9 @@ class DataParallelTest : public ::testing::Test {
   // Runs every rank of `spec` as its own trainer process; `on_step` may
   // act on a rank's step reports as they arrive.
   using OnStep = std::function<void(int rank, int64_t step, worker::TrainerProcess*)>;
-  std::vector<RankRun> Run(const v1::JobSpec& spec, OnStep on_step = {}) {
+  // `edit_task` may change a rank's task before it starts (its threads).
+  using EditTask = std::function<void(v1::TrainerTask*)>;
+  std::vector<RankRun> Run(const v1::JobSpec& spec, OnStep on_step = {}, EditTask edit_task = {}) {
     const int world = spec.devices();
     const int port = FreeLoopbackPort();
     std::vector<std::unique_ptr<worker::TrainerProcess>> trainers;
@@ -66,6 +68,7 @@ class DataParallelTest : public ::testing::Test {
       task.set_rendezvous_host("127.0.0.1");
       task.set_rendezvous_port(port);
       task.set_local_address("127.0.0.1");
+      if (edit_task) edit_task(&task);
       worker::TrainerProcess::Options options;
       options.binary = BinaryDir() + "/accumulus-trainer";
       options.log_path = dir_ + "/rank-" + std::to_string(rank) + ".log";
@@ -127,6 +130,36 @@ TEST_P(DataParallelEquivalence, TwoRanksMatchOneRankWithTheSameGlobalBatch) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Optimizers, DataParallelEquivalence, ::testing::Values("sgd", "adamw"));
+
+// Ranks measure their thread split each on its own, but train on rank 0's;
+// ranks whose threads were given (another worker's flags) still join the
+// agreement, so a mixed job starts instead of waiting on a collective.
+TEST_F(DataParallelTest, RanksThatMeasureTheirThreadSplitTakeRankZerosAndMixedRanksStillStart) {
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one core: nothing to split";
+  auto measure = [](v1::TrainerTask* task) {
+    task->set_intra_op_threads(0);
+    task->set_blas_threads(0);
+    task->set_cores(2);
+  };
+  const std::vector<RankRun> both = Run(Spec(4, 4, 2, "sgd"), {}, measure);
+  for (const RankRun& r : both) {
+    ASSERT_EQ(r.exit.state(), v1::JOB_STATE_SUCCEEDED) << r.exit.reason();
+    EXPECT_EQ(r.runtime.threads_source(), "measured");
+    EXPECT_EQ(r.runtime.thread_trials_size(), 2);
+  }
+  EXPECT_EQ(both[1].runtime.intra_op_threads(), both[0].runtime.intra_op_threads());
+  EXPECT_EQ(both[1].runtime.blas_threads(), both[0].runtime.blas_threads());
+
+  const std::vector<RankRun> mixed = Run(Spec(4, 4, 2, "sgd"), {}, [&](v1::TrainerTask* task) {
+    if (task->rank() == 1) measure(task);
+  });
+  for (const RankRun& r : mixed) {
+    ASSERT_EQ(r.exit.state(), v1::JOB_STATE_SUCCEEDED) << r.exit.reason();
+  }
+  EXPECT_EQ(mixed[0].runtime.threads_source(), "given");
+  EXPECT_EQ(mixed[0].runtime.intra_op_threads(), 1);
+  EXPECT_EQ(mixed[1].runtime.threads_source(), "measured");
+}
 
 TEST_F(DataParallelTest, ReportsGlobalCountsAndLossOnEveryRank) {
   const std::vector<RankRun> ranks = Run(Spec(4, 4, 2, "sgd"));

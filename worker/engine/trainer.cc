@@ -176,47 +176,56 @@ StatusOr<TrainingState> ResumeFrom(const TrainConfig& config, const RunIdentity&
 
 // The thread split of a rank that measures its own (see
 // TrainConfig::measure_thread_split_cores): the checkpoint's when resuming on
-// as many ranks with as many cores, else the fastest for this micro-batch on
-// rank 0, which every rank then takes (ranks on one split reduce alike).
+// as many ranks with as many cores, else the fastest for this micro-batch.
+// In a data-parallel job every rank joins one agreement, whether it measures
+// or not (ranks on different workers may differ), and a measuring rank takes
+// rank 0's split when it has the same candidates, so ranks on one split
+// reduce alike.
 void ChooseThreadSplit(const TrainConfig& config, const TrainingState& resumed, bool same_split,
                        int64_t micro, Model& model, WindowAccumulator& window, const Dataset& data,
                        const torch::Device& device, GradientSync* sync, EventSink* sink,
                        RunReport* run) {
-  const int cores = config.measure_thread_split_cores;
-  const std::vector<ThreadSplit> candidates = CandidateThreadSplits(cores);
-  const ThreadSplit recorded = resumed.threads;
-  if (same_split && std::find(candidates.begin(), candidates.end(), recorded) != candidates.end()) {
-    SetThreadCounts(recorded.intra_op, recorded.blas);
-    run->threads = recorded;
-    return;
+  const bool measures = config.measure_thread_split_cores > 0 && device.is_cpu();
+  const std::vector<ThreadSplit> candidates =
+      measures ? CandidateThreadSplits(config.measure_thread_split_cores)
+               : std::vector<ThreadSplit>();
+  auto is_candidate = [&](const ThreadSplit& s) {
+    return std::find(candidates.begin(), candidates.end(), s) != candidates.end();
+  };
+  ThreadSplit chosen;  // {0, 0}: this rank's counts were given
+  if (measures && same_split && is_candidate(resumed.threads)) {
+    chosen = resumed.threads;
+  } else if (candidates.size() == 1) {  // one core: nothing to choose
+    chosen = candidates[0];
+  } else if (measures) {
+    try {
+      const Batch batch =
+          ToDevice(data.Gather(torch::arange(std::min(micro, data.size()))), device);
+      TrialScope untouched(model);
+      run->thread_trials = MeasureThreadSplits(candidates, batch.inputs.size(0),
+                                               [&] { window.AddMicroBatch(batch); });
+      window.DiscardWindow();
+    } catch (const c10::OutOfMemoryError&) {
+      // The first window meets the same limit and retries with a smaller
+      // micro-batch.
+      window.DiscardWindow();
+      run->thread_trials.clear();
+      sink->OnLog(LogLevel::kWarning, "thread split not measured: micro_batch " +
+                                          std::to_string(micro) +
+                                          " ran out of memory; its cores go to LibTorch's threads");
+    }
+    chosen = run->thread_trials.empty() ? candidates[0] : Fastest(run->thread_trials);
   }
-  if (candidates.size() == 1) {  // one core: nothing to choose
-    SetThreadCounts(candidates[0].intra_op, candidates[0].blas);
-    return;
-  }
-  try {
-    const Batch batch = ToDevice(data.Gather(torch::arange(std::min(micro, data.size()))), device);
-    TrialScope untouched(model);
-    run->thread_trials =
-        MeasureThreadSplits(candidates, batch.inputs.size(0), [&] { window.AddMicroBatch(batch); });
-    window.DiscardWindow();
-  } catch (const c10::OutOfMemoryError&) {
-    // The first window meets the same limit and retries with a smaller
-    // micro-batch; this rank still joins the agreement below.
-    window.DiscardWindow();
-    run->thread_trials.clear();
-    sink->OnLog(LogLevel::kWarning, "thread split not measured: micro_batch " +
-                                        std::to_string(micro) +
-                                        " ran out of memory; its cores go to LibTorch's threads");
-  }
-  ThreadSplit chosen = run->thread_trials.empty() ? candidates[0] : Fastest(run->thread_trials);
   if (sync != nullptr) {
-    int64_t index = std::find(candidates.begin(), candidates.end(), chosen) - candidates.begin();
-    index = sync->MinAcrossRanks(config.rank == 0 ? index : INT64_MAX);
-    chosen = candidates[static_cast<size_t>(index)];
+    constexpr int64_t kShift = int64_t{1} << 20;  // (intra-op, BLAS) as one number
+    const int64_t mine = chosen.intra_op * kShift + chosen.blas;
+    const int64_t first = sync->MinAcrossRanks(config.rank == 0 ? mine : INT64_MAX);
+    const ThreadSplit agreed{static_cast<int>(first / kShift), static_cast<int>(first % kShift)};
+    if (is_candidate(agreed)) chosen = agreed;
   }
+  if (!measures) return;
   SetThreadCounts(chosen.intra_op, chosen.blas);
-  run->threads = chosen;
+  if (candidates.size() > 1) run->threads = chosen;
 }
 
 // One StepReport from a finished window.
@@ -349,10 +358,8 @@ Status TrainOrThrow(const TrainConfig& config, EventSink* sink, const TrainOptio
                              : config.optimizer.lr;
 
   RunReport run;
-  if (config.measure_thread_split_cores > 0 && device->is_cpu()) {
-    ChooseThreadSplit(config, *resumed, same_split, micro, model, window, data, *device, sync.get(),
-                      sink, &run);
-  }
+  ChooseThreadSplit(config, *resumed, same_split, micro, model, window, data, *device, sync.get(),
+                    sink, &run);
   run.micro_batch = micro;
   run.accumulation_steps = accumulation;
   run.resumed_from_step = resumed->step;
