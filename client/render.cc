@@ -63,6 +63,25 @@ std::string RanksText(const v1::StepMetrics& m) {
   return out;
 }
 
+// "intra-op 1, inter-op 1, BLAS 2, measured: 2+1 10962/s 1+2 19501/s
+// (OpenBLAS ...)": the counts in force and, where the rank measured them,
+// each candidate split (intra-op + BLAS threads) and its rate.
+std::string ThreadsText(const v1::RuntimeInfo& r) {
+  std::string out = "intra-op " + std::to_string(r.intra_op_threads()) + ", inter-op " +
+                    std::to_string(r.inter_op_threads()) + ", BLAS " +
+                    std::to_string(r.blas_threads());
+  if (r.threads_source() == "measured") {
+    out += ", measured:";
+    for (const auto& t : r.thread_trials()) {
+      out += " " + std::to_string(t.intra_op_threads()) + "+" + std::to_string(t.blas_threads()) +
+             " " + Format("%.0f", t.samples_per_second()) + "/s";
+    }
+  } else if (r.threads_source() == "checkpoint") {
+    out += ", as measured before the checkpoint";
+  }
+  return out + " (" + r.blas() + ")";
+}
+
 }  // namespace
 
 std::string ToJsonLine(const google::protobuf::Message& message) {
@@ -131,6 +150,7 @@ std::string JobDetails(const v1::Job& j) {
   for (const auto& p : j.placements()) {
     out << "rank " << p.rank() << ":       " << p.device() << " on " << p.worker_id() << "\n";
   }
+  if (j.has_runtime()) out << "threads:      " << ThreadsText(j.runtime()) << "\n";
   if (j.attempt() > 1 || j.spec().max_restarts() > 0) {
     out << "attempt:      " << j.attempt() << " of at most " << j.spec().max_restarts() + 1 << "\n";
   }
@@ -187,18 +207,6 @@ std::string EventLine(const v1::JobEvent& e) {
     const v1::RuntimeInfo& r = e.runtime();
     std::string ramp;
     for (int64_t k : r.accumulation_ramp()) ramp += (ramp.empty() ? "" : ",") + std::to_string(k);
-    // "measured: 2+1 10962/s, 1+2 19501/s" (intra-op + BLAS threads).
-    std::string threads_source;
-    if (r.threads_source() == "measured") {
-      threads_source = ", measured:";
-      for (const auto& t : r.thread_trials()) {
-        threads_source += " " + std::to_string(t.intra_op_threads()) + "+" +
-                          std::to_string(t.blas_threads()) + " " +
-                          Format("%.0f", t.samples_per_second()) + "/s";
-      }
-    } else if (r.threads_source() == "checkpoint") {
-      threads_source = ", as measured before the checkpoint";
-    }
     std::string probe;
     for (const auto& p : r.probe()) {
       probe += "\n      probe micro_batch " + std::to_string(p.micro_batch()) + ": peak " +
@@ -212,10 +220,8 @@ std::string EventLine(const v1::JobEvent& e) {
            Format("%.4g", r.lr_first()) + " → " + Format("%.4g", r.lr_last()) + ", " +
            std::to_string(r.parameters()) + " parameters\n" + "      rank " +
            std::to_string(r.rank()) + "/" + std::to_string(r.world_size()) + " on " + r.device() +
-           " (pid " + std::to_string(r.pid()) + "), threads: intra-op " +
-           std::to_string(r.intra_op_threads()) + ", inter-op " +
-           std::to_string(r.inter_op_threads()) + ", BLAS " + std::to_string(r.blas_threads()) +
-           threads_source + " (" + r.blas() + "), LibTorch " + r.torch_version() + probe +
+           " (pid " + std::to_string(r.pid()) + "), threads: " + ThreadsText(r) + ", LibTorch " +
+           r.torch_version() + probe +
            (r.resumed_from_step() > 0
                 ? "\n      resumed after step " + std::to_string(r.resumed_from_step()) +
                       " from a checkpoint"

@@ -369,6 +369,7 @@ void JobManager::RecordEvents(const std::string& worker_id, const v1::TrainerEve
         // The trainer's plan is authoritative (file data sets are sized only
         // once read).
         if (event.has_runtime() && event.runtime().rank() == 0) {
+          *record->job.mutable_runtime() = event.runtime();
           record->job.set_steps_total(event.runtime().steps_total());
           // A resumed attempt continues after its checkpoint's step. Steps
           // the last attempt trained and checkpointed but whose events died
@@ -639,6 +640,7 @@ bool JobManager::PlaceLocked(JobRecord* record, Touched* touched) {
   const std::string& id = record->job.id();
   record->job.set_worker_id(ranks->front().worker_id);
   record->job.clear_placements();
+  record->job.clear_runtime();
   record->planned_ranks.clear();
   std::map<std::string, v1::ControllerMessage> messages;  // one per worker
   for (int32_t rank = 0; rank < devices; ++rank) {

@@ -257,6 +257,22 @@ TEST(RankThreads, WithNothingGivenTheRankMeasuresItsSplitAndReportsIt) {
   std::string text;
   for (const auto& line : events.lines) text += line + "\n";
   EXPECT_NE(text.find(", measured: " + std::to_string(cores) + "+1 "), std::string::npos) << text;
+
+  // The job keeps rank 0's report: `get` shows the threads in force.
+  CliResult get = cluster.Cli({"-o", "json", "get", id});
+  ASSERT_EQ(get.exit_code, 0) << get.stderr_text;
+  const v1::Job job = FromJson<v1::Job>(get.lines.at(0));
+  EXPECT_EQ(job.runtime().threads_source(), "measured");
+  EXPECT_EQ(job.runtime().thread_trials_size(), 2);
+  CliResult get_text = cluster.Cli({"get", id});
+  ASSERT_EQ(get_text.exit_code, 0) << get_text.stderr_text;
+  std::string shown;
+  for (const auto& line : get_text.lines) shown += line + "\n";
+  EXPECT_NE(shown.find("threads:      intra-op " +
+                       std::to_string(job.runtime().intra_op_threads()) + ", inter-op 1, BLAS " +
+                       std::to_string(job.runtime().blas_threads()) + ", measured:"),
+            std::string::npos)
+      << shown;
 }
 
 }  // namespace
