@@ -67,24 +67,35 @@ TEST(MemoryBudget, AnAllocationBeyondItFailsLikeACudaOutOfMemory) {
   memory->set_limit_bytes(0);
 }
 
-// What micro_batch: auto measures for each candidate of a window of 64,
-// probed here with the model and data Train builds (and freed before it runs).
-std::map<int64_t, int64_t> ProbedPeaks(const TrainConfig& c) {
-  // The meter first, as in Train: the data and the model count too.
-  auto memory = *MakeMemoryMeter(torch::kCPU);
-  std::unique_ptr<Dataset> data = *MakeDataset(c.data);
-  torch::manual_seed(c.seed);
-  std::unique_ptr<Model> model = *BuildModel(c.model, data->shape());
+// The model and data Train builds for `c`, and a micro_batch: auto probe of
+// a window of 64 on them with a budget nothing fits, so every candidate runs
+// forward + backward.
+struct ProbeSetup {
+  explicit ProbeSetup(const TrainConfig& c)
+      // The meter first, as in Train: the data and the model count too.
+      : memory(*MakeMemoryMeter(torch::kCPU)), data(*MakeDataset(c.data)) {
+    torch::manual_seed(c.seed);
+    model = *BuildModel(c.model, data->shape());
+    request.model = model.get();
+    request.loss = LossOf(c.model.loss, c.data.task);
+    request.data = data.get();
+    request.memory = memory.get();
+    request.per_rank_batch = 64;
+    request.optimizer_state_bytes = OptimizerStateBytes(c.optimizer, model->Parameters());
+    request.budget_bytes = 1;
+  }
+  std::unique_ptr<MemoryMeter> memory;
+  std::unique_ptr<Dataset> data;
+  std::unique_ptr<Model> model;
   ProbeRequest request;
-  request.model = model.get();
-  request.loss = LossOf(c.model.loss, c.data.task);
-  request.data = data.get();
-  request.memory = memory.get();
-  request.per_rank_batch = 64;
-  request.optimizer_state_bytes = OptimizerStateBytes(c.optimizer, model->Parameters());
-  request.budget_bytes = 1;  // nothing fits: every candidate is measured
+};
+
+// What micro_batch: auto measures for each candidate of a window of 64
+// (with the model and data freed before Train runs).
+std::map<int64_t, int64_t> ProbedPeaks(const TrainConfig& c) {
+  ProbeSetup setup(c);
   std::map<int64_t, int64_t> peaks;
-  for (const MicroBatchProbe& p : ProbeMicroBatch(request).table)
+  for (const MicroBatchProbe& p : ProbeMicroBatch(setup.request).table)
     peaks[p.micro_batch] = p.peak_bytes;
   return peaks;
 }
@@ -118,10 +129,8 @@ TEST(AutoMicroBatch, PicksTheLargestThatFitsAndTrainsLikeThatSplitGivenExplicitl
 TEST(AutoMicroBatch, TheProbeLeavesBatchNormStatisticsAndTheGeneratorAsItFoundThem) {
   TrainConfig c = SmallCnn();
   c.model.norm = "batch";
-  auto memory = *MakeMemoryMeter(torch::kCPU);
-  std::unique_ptr<Dataset> data = *MakeDataset(c.data);
-  torch::manual_seed(c.seed);
-  std::unique_ptr<Model> model = *BuildModel(c.model, data->shape());
+  ProbeSetup setup(c);
+  Model* model = setup.model.get();
   std::vector<torch::Tensor> buffers_before;
   for (const auto& b : model->Buffers()) buffers_before.push_back(b.clone());
   ASSERT_FALSE(buffers_before.empty());
@@ -132,14 +141,7 @@ TEST(AutoMicroBatch, TheProbeLeavesBatchNormStatisticsAndTheGeneratorAsItFoundTh
     return draw;
   }();
 
-  ProbeRequest request;
-  request.model = model.get();
-  request.loss = LossOf(c.model.loss, c.data.task);
-  request.data = data.get();
-  request.memory = memory.get();
-  request.per_rank_batch = 64;
-  request.budget_bytes = 1;                              // every candidate runs forward + backward
-  ASSERT_EQ(ProbeMicroBatch(request).table.size(), 7u);  // 64, 32, ..., 1
+  ASSERT_EQ(ProbeMicroBatch(setup.request).table.size(), 7u);  // 64, 32, ..., 1
 
   const std::vector<torch::Tensor> buffers_after = model->Buffers();
   ASSERT_EQ(buffers_after.size(), buffers_before.size());
