@@ -28,6 +28,7 @@ TEST(LossScaler, BacksOffOnOverflowAndGrowsAfterTheInterval) {
 }
 
 using Sink = testing::RecordingSink;
+using testing::TrainAndCollect;
 
 TrainConfig Config() {
   TrainConfig c;
@@ -44,15 +45,6 @@ TrainConfig Config() {
   c.seed = 9;
   c.lr_schedule.kind = "cosine";
   return c;
-}
-
-std::vector<torch::Tensor> TrainAndCollect(const TrainConfig& config, Sink* sink,
-                                           TrainOptions options = {}) {
-  std::vector<torch::Tensor> params;
-  options.final_parameters = &params;
-  const Status status = Train(config, sink, options);
-  EXPECT_TRUE(status.ok()) << status.ToString();
-  return params;
 }
 
 TEST(LossScaling, AnOverflowSkipsTheStepHalvesTheScaleAndHoldsTheSchedule) {

@@ -16,6 +16,7 @@ namespace accumulus::engine {
 namespace {
 
 using Sink = testing::RecordingSink;
+using testing::TrainAndCollect;
 
 // Activations dominate: wide hidden layers, few parameters per sample.
 TrainConfig WideMlp() {
@@ -44,15 +45,6 @@ TrainConfig SmallCnn() {
   c.data.channels = 3;
   c.data.image_size = 16;
   return c;
-}
-
-std::vector<torch::Tensor> TrainAndCollect(const TrainConfig& c, Sink* sink,
-                                           TrainOptions options = {}) {
-  std::vector<torch::Tensor> params;
-  options.final_parameters = &params;
-  const Status status = Train(c, sink, options);
-  EXPECT_TRUE(status.ok()) << status.ToString();
-  return params;
 }
 
 using testing::MaxRelativeDifference;

@@ -16,6 +16,7 @@ namespace accumulus::engine {
 namespace {
 
 using Sink = testing::RecordingSink;
+using testing::TrainAndCollect;
 
 // Restores the test process's thread counts after a test that changes them.
 class ThreadSplitTest : public ::testing::Test {
@@ -73,20 +74,11 @@ TrainConfig BatchNormCnn() {
   return c;
 }
 
-std::vector<torch::Tensor> TrainCollecting(const TrainConfig& c, Sink* sink) {
-  std::vector<torch::Tensor> parameters;
-  TrainOptions options;
-  options.final_parameters = &parameters;
-  const Status status = Train(c, sink, options);
-  EXPECT_TRUE(status.ok()) << status.ToString();
-  return parameters;
-}
-
 TEST_F(ThreadSplitTest, ARunThatMeasuresTrainsBitIdenticallyToOneGivenTheChosenSplit) {
   TrainConfig measuring = BatchNormCnn();
   measuring.measure_thread_split_cores = 2;
   Sink a;
-  const std::vector<torch::Tensor> pa = TrainCollecting(measuring, &a);
+  const std::vector<torch::Tensor> pa = TrainAndCollect(measuring, &a);
   ASSERT_EQ(a.run.thread_trials.size(), 2u);
   for (const ThreadTrial& t : a.run.thread_trials) EXPECT_GT(t.samples_per_second, 0);
   EXPECT_EQ(a.run.threads, Fastest(a.run.thread_trials));
@@ -96,7 +88,7 @@ TEST_F(ThreadSplitTest, ARunThatMeasuresTrainsBitIdenticallyToOneGivenTheChosenS
   // depends on (BatchNorm statistics, the generator, gradients).
   SetThreadCounts(a.run.threads.intra_op, a.run.threads.blas);
   Sink b;
-  const std::vector<torch::Tensor> pb = TrainCollecting(BatchNormCnn(), &b);
+  const std::vector<torch::Tensor> pb = TrainAndCollect(BatchNormCnn(), &b);
   EXPECT_TRUE(b.run.thread_trials.empty());
   EXPECT_EQ(b.run.threads, (ThreadSplit{}));
   ASSERT_EQ(pa.size(), pb.size());
@@ -113,7 +105,7 @@ TEST_F(ThreadSplitTest, AResumedRunKeepsTheSplitItsCheckpointRecorded) {
   c.checkpoint_every_steps = 2;
   c.max_steps = 3;  // a checkpoint after step 2
   Sink first;
-  TrainCollecting(c, &first);
+  TrainAndCollect(c, &first);
   ASSERT_EQ(first.run.thread_trials.size(), 2u);
   const ThreadSplit measured = first.run.threads;
 
@@ -122,7 +114,7 @@ TEST_F(ThreadSplitTest, AResumedRunKeepsTheSplitItsCheckpointRecorded) {
   SetThreadCounts(other.intra_op, other.blas);
   c.max_steps = 0;
   Sink resumed;
-  TrainCollecting(c, &resumed);
+  TrainAndCollect(c, &resumed);
   EXPECT_EQ(resumed.run.resumed_from_step, 2);
   EXPECT_TRUE(resumed.run.thread_trials.empty());
   EXPECT_EQ(resumed.run.threads, measured);

@@ -17,6 +17,7 @@ namespace {
 
 using testing::MaxRelativeDifference;
 using testing::RecordingSink;
+using testing::TrainAndCollect;
 namespace F = torch::nn::functional;
 
 TrainConfig SmallConfig(int64_t micro, int64_t accumulation, const std::string& optimizer) {
@@ -35,15 +36,6 @@ TrainConfig SmallConfig(int64_t micro, int64_t accumulation, const std::string& 
   c.epochs = 2;
   c.seed = 21;
   return c;
-}
-
-std::vector<torch::Tensor> Train(const TrainConfig& config, RecordingSink* sink) {
-  std::vector<torch::Tensor> params;
-  TrainOptions options;
-  options.final_parameters = &params;
-  const Status status = engine::Train(config, sink, options);
-  EXPECT_TRUE(status.ok()) << status.ToString();
-  return params;
 }
 
 // The plain loop: one mean-loss backward over each window's samples taken
@@ -106,7 +98,7 @@ TEST_P(TrainEquivalence, EverySplitMatchesTheFullBatchLoop) {
   const std::vector<torch::Tensor> reference = FullBatchReference(SmallConfig(32, 1, GetParam()));
   for (auto [micro, accumulation] : {std::pair<int64_t, int64_t>{32, 1}, {8, 4}, {4, 8}}) {
     RecordingSink sink;
-    const auto params = Train(SmallConfig(micro, accumulation, GetParam()), &sink);
+    const auto params = TrainAndCollect(SmallConfig(micro, accumulation, GetParam()), &sink);
     ASSERT_EQ(params.size(), reference.size());
     EXPECT_LE(MaxRelativeDifference(params, reference), 1e-5)
         << "micro " << micro << " × accumulation " << accumulation;
@@ -129,7 +121,7 @@ TEST_P(PartialWindowEquivalence, EverySplitMatchesTheFullBatchLoop) {
   const std::vector<torch::Tensor> reference = FullBatchReference(config(32, 1));
   for (auto [micro, accumulation] : {std::pair<int64_t, int64_t>{8, 4}, {4, 8}}) {
     RecordingSink sink;
-    const auto params = Train(config(micro, accumulation), &sink);
+    const auto params = TrainAndCollect(config(micro, accumulation), &sink);
     EXPECT_LE(MaxRelativeDifference(params, reference), 1e-5)
         << "micro " << micro << " × accumulation " << accumulation;
   }
@@ -148,7 +140,7 @@ TEST(Train, PlansAndReportsStepsOfThePolicy) {
     c.partial_window = policy;
     c.epochs = 3;
     RecordingSink sink;
-    Train(c, &sink);
+    TrainAndCollect(c, &sink);
     EXPECT_EQ(sink.run.steps_total, steps);
     EXPECT_EQ(static_cast<int64_t>(sink.steps.size()), steps);
   }
@@ -159,7 +151,7 @@ TEST(Train, StepsTheLearningRateOncePerOptimizerStep) {
   c.lr_schedule.kind = "cosine";
   c.lr_schedule.warmup_steps = 3;
   RecordingSink sink;
-  Train(c, &sink);
+  TrainAndCollect(c, &sink);
   ASSERT_EQ(sink.steps.size(), 8u);
   for (const StepReport& s : sink.steps) {
     EXPECT_DOUBLE_EQ(s.lr, LearningRate(c.lr_schedule, c.optimizer.lr, s.step - 1, 8));
@@ -172,7 +164,7 @@ TEST(Train, LinearScalingMultipliesTheLrByGlobalOverBaseBatch) {
   TrainConfig c = SmallConfig(8, 4, "sgd");
   c.base_batch = 8;
   RecordingSink sink;
-  Train(c, &sink);
+  TrainAndCollect(c, &sink);
   EXPECT_DOUBLE_EQ(sink.steps.front().lr, c.optimizer.lr * 32 / 8);
 }
 
@@ -181,7 +173,7 @@ TEST(Train, NominalBatchRampsAccumulationAndReportsIt) {
   c.nominal_batch = 16;  // full accumulation 4
   c.lr_schedule.warmup_steps = 3;
   RecordingSink sink;
-  Train(c, &sink);
+  TrainAndCollect(c, &sink);
   EXPECT_EQ(sink.run.accumulation_ramp, (std::vector<int64_t>{1, 2, 3, 4}));
   ASSERT_GE(sink.steps.size(), 5u);
   EXPECT_EQ(sink.steps[0].effective_batch, 4);
@@ -194,8 +186,8 @@ TEST(Train, TutorialNormalizationDiffersOnShortWindows) {
   TrainConfig tutorial = exact;
   tutorial.normalization = Normalization::kPerMicrobatchMean;
   RecordingSink a, b;
-  const auto pa = Train(exact, &a);
-  const auto pb = Train(tutorial, &b);
+  const auto pa = TrainAndCollect(exact, &a);
+  const auto pb = TrainAndCollect(tutorial, &b);
   // The first short window (step 4: 4 samples, one micro-batch) is divided
   // by k = 4 in the tutorial loop: its gradient is 4× too small.
   EXPECT_NEAR(b.steps[3].grad_norm * 4, a.steps[3].grad_norm, 1e-5 * a.steps[3].grad_norm);
@@ -205,7 +197,7 @@ TEST(Train, TutorialNormalizationDiffersOnShortWindows) {
 
 TEST(Train, ReportsOneStepPerWindowWithTheWindowsCounts) {
   RecordingSink sink;
-  Train(SmallConfig(8, 4, "sgd"), &sink);
+  TrainAndCollect(SmallConfig(8, 4, "sgd"), &sink);
   EXPECT_EQ(sink.run.steps_per_epoch, 4);
   EXPECT_EQ(sink.run.steps_total, 8);
   ASSERT_EQ(sink.steps.size(), 8u);
@@ -225,8 +217,8 @@ TEST(Train, ReportsOneStepPerWindowWithTheWindowsCounts) {
 
 TEST(Train, ReportedLossDoesNotDependOnTheSplit) {
   RecordingSink one, many;
-  Train(SmallConfig(32, 1, "sgd"), &one);
-  Train(SmallConfig(4, 8, "sgd"), &many);
+  TrainAndCollect(SmallConfig(32, 1, "sgd"), &one);
+  TrainAndCollect(SmallConfig(4, 8, "sgd"), &many);
   ASSERT_EQ(one.steps.size(), many.steps.size());
   for (size_t i = 0; i < one.steps.size(); ++i) {
     EXPECT_NEAR(many.steps[i].loss, one.steps[i].loss, 1e-5 * one.steps[i].loss) << "step " << i;
@@ -305,7 +297,7 @@ TEST(Cnn, WithoutBatchNormEverySplitMatchesTheFullBatchLoop) {
   const auto reference = FullBatchReference(CnnConfig(32, 1, "none"));
   for (auto [micro, accumulation] : {std::pair<int64_t, int64_t>{8, 4}, {4, 8}}) {
     RecordingSink sink;
-    const auto params = Train(CnnConfig(micro, accumulation, "none"), &sink);
+    const auto params = TrainAndCollect(CnnConfig(micro, accumulation, "none"), &sink);
     EXPECT_LE(MaxRelativeDifference(params, reference), 1e-5) << "micro " << micro;
     EXPECT_TRUE(sink.logs.empty());
   }
@@ -313,7 +305,7 @@ TEST(Cnn, WithoutBatchNormEverySplitMatchesTheFullBatchLoop) {
 
 TEST(Cnn, BatchNormWithASmallMicroBatchIsWarnedAbout) {
   RecordingSink sink;
-  Train(CnnConfig(4, 8, "batch"), &sink);
+  TrainAndCollect(CnnConfig(4, 8, "batch"), &sink);
   ASSERT_EQ(sink.logs.size(), 1u);
   EXPECT_NE(sink.logs[0].find("BatchNorm"), std::string::npos) << sink.logs[0];
   EXPECT_NE(sink.logs[0].find("micro_batch is 4"), std::string::npos) << sink.logs[0];
@@ -323,7 +315,8 @@ TEST(CharLm, TokenNormalizationMatchesTheFullBatchLoopOnRaggedDocuments) {
   const auto reference = FullBatchReference(CharLmConfig(32, 1, Normalization::kExact));
   for (auto [micro, accumulation] : {std::pair<int64_t, int64_t>{8, 4}, {4, 8}}) {
     RecordingSink sink;
-    const auto params = Train(CharLmConfig(micro, accumulation, Normalization::kExact), &sink);
+    const auto params =
+        TrainAndCollect(CharLmConfig(micro, accumulation, Normalization::kExact), &sink);
     EXPECT_LE(MaxRelativeDifference(params, reference), 1e-5) << "micro " << micro;
     // Items are the real tokens, not documents × positions.
     ASSERT_FALSE(sink.steps.empty());
@@ -335,7 +328,8 @@ TEST(CharLm, TokenNormalizationMatchesTheFullBatchLoopOnRaggedDocuments) {
 TEST(CharLm, PerMicroBatchMeansMisweightRaggedDocuments) {
   const auto reference = FullBatchReference(CharLmConfig(32, 1, Normalization::kExact));
   RecordingSink sink;
-  const auto tutorial = Train(CharLmConfig(4, 8, Normalization::kPerMicrobatchMean), &sink);
+  const auto tutorial =
+      TrainAndCollect(CharLmConfig(4, 8, Normalization::kPerMicrobatchMean), &sink);
   // Each micro-batch's mean weights its tokens by 1 / (its own token count):
   // documents in short micro-batches count more. The update measurably differs.
   EXPECT_GT(MaxRelativeDifference(tutorial, reference), 1e-3);
@@ -365,7 +359,7 @@ TEST_P(ModelPolicyMatrix, SplitRunsMatchTheFullBatchLoop) {
   };
   const auto reference = FullBatchReference(config(32, 1));
   RecordingSink sink;
-  const auto params = Train(config(8, 4), &sink);
+  const auto params = TrainAndCollect(config(8, 4), &sink);
   EXPECT_LE(MaxRelativeDifference(params, reference), 1e-5);
 }
 

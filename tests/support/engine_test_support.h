@@ -11,6 +11,7 @@
 
 #include "tests/support/temp_dir.h"
 #include "worker/engine/events.h"
+#include "worker/engine/trainer.h"
 
 namespace accumulus::testing {
 
@@ -24,6 +25,17 @@ class RecordingSink : public engine::EventSink {
   std::vector<engine::StepReport> steps;
   std::vector<std::string> logs;
 };
+
+// Trains `config` (which must succeed) and returns the final parameters.
+inline std::vector<torch::Tensor> TrainAndCollect(const engine::TrainConfig& config,
+                                                  RecordingSink* sink,
+                                                  engine::TrainOptions options = {}) {
+  std::vector<torch::Tensor> parameters;
+  options.final_parameters = &parameters;
+  const Status status = engine::Train(config, sink, options);
+  EXPECT_TRUE(status.ok()) << status.ToString();
+  return parameters;
+}
 
 // The largest |a - b| of any pair of tensors, relative to the largest |b| of
 // that tensor.
