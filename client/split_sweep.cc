@@ -8,6 +8,7 @@
 #include "accumulus/v1/trainer.pb.h"
 #include "client/render.h"
 #include "common/paths.h"
+#include "common/rank_threads.h"
 #include "common/subprocess.h"
 
 namespace accumulus::client {
@@ -42,15 +43,13 @@ StatusOr<std::vector<SweepRow>> RunSweep(const v1::JobSpec& spec, const v1::Batc
   *task.mutable_batch() = batch;
   task.set_world_size(batch.devices());
   task.set_device("cpu");
-  // This machine's cores as one rank's, split as a worker would (measured
-  // per split unless the spec fixes the threads).
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const bool given = spec.threads().intra_op() > 0 || spec.threads().blas() > 0;
-  if (given) {
-    task.set_intra_op_threads(spec.threads().intra_op() > 0 ? spec.threads().intra_op() : cores);
-    task.set_blas_threads(spec.threads().blas() > 0 ? spec.threads().blas() : 1);
-  }
-  task.set_cores(cores);
+  // This machine's cores as one rank's, resolved as a worker without thread
+  // flags does (measured per split unless the spec fixes the threads).
+  const RankThreads threads = ResolveRankThreads(
+      spec.threads(), 0, 0, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  task.set_intra_op_threads(threads.intra_op);
+  task.set_blas_threads(threads.blas);
+  task.set_cores(threads.cores);
 
   SpawnOptions options;
   options.argv = {SiblingExecutable("accumulus-trainer"), "--sweep"};

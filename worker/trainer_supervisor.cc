@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "worker/rank_threads.h"
+#include "common/rank_threads.h"
 #include "worker/trainer_process.h"
 
 namespace accumulus::worker {

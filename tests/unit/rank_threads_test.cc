@@ -1,10 +1,10 @@
 // Which thread counts a trainer rank is given: the spec's, else the worker's,
 // else none (the rank measures its split).
-#include "worker/rank_threads.h"
+#include "common/rank_threads.h"
 
 #include <gtest/gtest.h>
 
-namespace accumulus::worker {
+namespace accumulus {
 namespace {
 
 v1::ThreadSpec Spec(int intra_op, int blas) {
@@ -44,4 +44,4 @@ TEST(ResolveRankThreads, ASlotWithoutACoreCountStillHasOne) {
 }
 
 }  // namespace
-}  // namespace accumulus::worker
+}  // namespace accumulus

@@ -1,8 +1,8 @@
-#include "worker/rank_threads.h"
+#include "common/rank_threads.h"
 
 #include <algorithm>
 
-namespace accumulus::worker {
+namespace accumulus {
 
 RankThreads ResolveRankThreads(const v1::ThreadSpec& spec, int worker_intra_op, int worker_blas,
                                int cores) {
@@ -16,4 +16,4 @@ RankThreads ResolveRankThreads(const v1::ThreadSpec& spec, int worker_intra_op, 
   return t;
 }
 
-}  // namespace accumulus::worker
+}  // namespace accumulus

@@ -5,7 +5,7 @@
 
 #include "accumulus/v1/job.pb.h"
 
-namespace accumulus::worker {
+namespace accumulus {
 
 struct RankThreads {
   // Both 0: the rank measures the split of `cores`.
@@ -21,4 +21,4 @@ struct RankThreads {
 RankThreads ResolveRankThreads(const v1::ThreadSpec& spec, int worker_intra_op, int worker_blas,
                                int cores);
 
-}  // namespace accumulus::worker
+}  // namespace accumulus
