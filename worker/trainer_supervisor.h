@@ -24,7 +24,7 @@ struct SupervisorOptions {
   // Each job gets <work_dir>/<job id>/ for its logs.
   std::string work_dir;
   // Defaults for specs that leave threads unset (both 0: each rank measures
-  // its split; see rank_threads.h).
+  // its split; see common/rank_threads.h).
   int intra_op_threads = 0;
   int blas_threads = 0;
   // How long a cancelled trainer may take to stop at a window boundary

@@ -25,7 +25,7 @@ struct WorkerOptions {
   std::string work_dir = "/tmp/accumulus-worker";
   InventoryOptions inventory;
   // Per-rank defaults for specs that do not set threads (both 0: each rank
-  // measures its split; see rank_threads.h).
+  // measures its split; see common/rank_threads.h).
   int intra_op_threads = 0;
   int blas_threads = 0;
   int cancel_grace_ms = 10000;
