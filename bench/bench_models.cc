@@ -63,12 +63,9 @@ ThreadSplit UseAccumulusThreadSplit(benchmark::State& state, const std::string& 
     WindowAccumulator window(
         w.model->Parameters(), [&](const torch::Tensor& in) { return w.model->Forward(in); },
         LossOf(c.model.loss, c.data.task), Normalization::kExact, kGlobalBatch / micro, 0);
-    TrialScope untouched(*w.model);
     const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    const std::vector<ThreadTrial> trials =
-        MeasureThreadSplits(CandidateThreadSplits(cores), micro,
-                            [&] { window.AddMicroBatch(w.micro_batches.front()); });
-    window.DiscardWindow();
+    const std::vector<ThreadTrial> trials = MeasureThreadSplitsOn(
+        CandidateThreadSplits(cores), *w.model, window, w.micro_batches.front());
     found = measured.emplace(std::make_pair(kind, micro), Fastest(trials)).first;
   }
   const ThreadSplit split = found->second;

@@ -199,16 +199,12 @@ void ChooseThreadSplit(const TrainConfig& config, const TrainingState& resumed, 
     chosen = candidates[0];
   } else if (measures) {
     try {
-      const Batch batch =
-          ToDevice(data.Gather(torch::arange(std::min(micro, data.size()))), device);
-      TrialScope untouched(model);
-      run->thread_trials = MeasureThreadSplits(candidates, batch.inputs.size(0),
-                                               [&] { window.AddMicroBatch(batch); });
-      window.DiscardWindow();
+      run->thread_trials = MeasureThreadSplitsOn(
+          candidates, model, window,
+          ToDevice(data.Gather(torch::arange(std::min(micro, data.size()))), device));
     } catch (const c10::OutOfMemoryError&) {
       // The first window meets the same limit and retries with a smaller
       // micro-batch.
-      window.DiscardWindow();
       run->thread_trials.clear();
       sink->OnLog(LogLevel::kWarning, "thread split not measured: micro_batch " +
                                           std::to_string(micro) +

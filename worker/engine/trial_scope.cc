@@ -17,4 +17,19 @@ TrialScope::~TrialScope() {
   model_.ZeroGrad();
 }
 
+std::vector<ThreadTrial> MeasureThreadSplitsOn(const std::vector<ThreadSplit>& candidates,
+                                               Model& model, WindowAccumulator& window,
+                                               const Batch& batch) {
+  TrialScope untouched(model);
+  try {
+    std::vector<ThreadTrial> trials =
+        MeasureThreadSplits(candidates, batch.inputs.size(0), [&] { window.AddMicroBatch(batch); });
+    window.DiscardWindow();
+    return trials;
+  } catch (...) {
+    window.DiscardWindow();
+    throw;
+  }
+}
+
 }  // namespace accumulus::engine

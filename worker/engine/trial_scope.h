@@ -9,7 +9,10 @@
 
 #include <vector>
 
+#include "worker/engine/dataset.h"
 #include "worker/engine/model_factory.h"
+#include "worker/engine/thread_split.h"
+#include "worker/engine/window_accumulator.h"
 
 namespace accumulus::engine {
 
@@ -27,5 +30,13 @@ class TrialScope {
   std::vector<torch::Tensor> buffers_;
   torch::Tensor rng_;
 };
+
+// MeasureThreadSplits on the real thing: forward + backward of `batch`
+// through `window` (its precision, loss scaling and loss), inside a
+// TrialScope, the window discarded after. What a trainer measures, and what
+// the benchmarks measure to run on the same split.
+std::vector<ThreadTrial> MeasureThreadSplitsOn(const std::vector<ThreadSplit>& candidates,
+                                               Model& model, WindowAccumulator& window,
+                                               const Batch& batch);
 
 }  // namespace accumulus::engine
