@@ -45,6 +45,11 @@ int main(int argc, char** argv) {
                  "BLAS threads per rank when the spec leaves it unset (see --intra-op-threads)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  app.add_option("--max-event-delay-ms", options.max_event_delay_ms,
+                 "how long a trainer may hold step events to send them together (0: each at "
+                 "once); the most a watcher lags a step, against the relay's work per step")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   app.add_option("--max-buffered-messages", options.max_buffered_messages,
                  "messages kept for an unreachable controller (beyond: the oldest events of a "
                  "job are dropped, and the controller is told how many)")

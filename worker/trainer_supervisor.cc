@@ -154,6 +154,7 @@ void TrainerSupervisor::Run(std::shared_ptr<Job> job) {
     task.set_intra_op_threads(threads.intra_op);
     task.set_blas_threads(threads.blas);
     task.set_cores(threads.cores);
+    task.set_max_event_delay_ms(options_.max_event_delay_ms);
     // A rank that measures starts both runtimes with every core, so either
     // pool can take them all.
     const int intra = threads.rank_measures() ? threads.cores : threads.intra_op;
@@ -251,10 +252,11 @@ TrainerSupervisor::RankOutcome TrainerSupervisor::Supervise(Job* job, size_t ind
   bool has_exit = false;
   v1::TrainerExit exit;
   const Status stream = trainer->ReadMessages([&](const v1::TrainerMessage& m) {
-    if (m.has_event()) {
+    if (m.has_events()) {
+      // The trainer's batch stays one message to the controller.
       v1::WorkerMessage message;
       message.mutable_events()->set_job_id(id);
-      *message.mutable_events()->add_events() = m.event();
+      message.mutable_events()->mutable_events()->CopyFrom(m.events().events());
       report_(std::move(message));
     } else if (m.has_exit()) {
       has_exit = true;

@@ -43,6 +43,7 @@ StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(WorkerOptions option
   supervisor.intra_op_threads = options.intra_op_threads;
   supervisor.blas_threads = options.blas_threads;
   supervisor.cancel_grace_ms = options.cancel_grace_ms;
+  supervisor.max_event_delay_ms = options.max_event_delay_ms;
 
   // The supervisor reports through the link, the link assigns through the
   // supervisor: build the supervisor first, and let it reach the link only

@@ -85,7 +85,9 @@ TEST(ControllerRestart, AJobRunsThroughItAndAWatcherSeesEveryStepOnce) {
 // when it is back, in the job's stream; how the job ended is never dropped.
 TEST(ControllerRestart, AWorkerSaysHowManyMessagesOfAJobItDropped) {
   TestCluster cluster;
-  const std::string worker = cluster.StartWorker(1, {"--max-buffered-messages", "20"});
+  // Each step its own message, so that the buffer fills before the job ends.
+  const std::string worker =
+      cluster.StartWorker(1, {"--max-buffered-messages", "20", "--max-event-delay-ms", "0"});
   const std::string id = SubmitLongJob(cluster);
   {
     std::unique_ptr<Subprocess> watch = cluster.StartCli({"-o", "json", "watch", id});

@@ -83,10 +83,12 @@ class DataParallelTest : public ::testing::Test {
         RankRun& run = runs[static_cast<size_t>(rank)];
         worker::TrainerProcess* trainer = trainers[static_cast<size_t>(rank)].get();
         (void)trainer->ReadMessages([&](const v1::TrainerMessage& m) {
-          if (m.has_event() && m.event().has_runtime()) run.runtime = m.event().runtime();
-          if (m.has_event() && m.event().has_step()) {
-            run.steps.push_back(m.event().step());
-            if (on_step) on_step(rank, m.event().step().step(), trainer);
+          for (const v1::JobEvent& e : m.events().events()) {
+            if (e.has_runtime()) run.runtime = e.runtime();
+            if (e.has_step()) {
+              run.steps.push_back(e.step());
+              if (on_step) on_step(rank, e.step().step(), trainer);
+            }
           }
           if (m.has_exit()) run.exit = m.exit();
         });

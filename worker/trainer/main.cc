@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 
@@ -141,7 +142,8 @@ int main(int argc, char** argv) {
   runtime.set_pid(getpid());
   runtime.set_partial_window(task.spec().partial_window().empty() ? "normalize"
                                                                   : task.spec().partial_window());
-  accumulus::trainer::ProtoEventSink sink(kEventsFd, runtime);
+  accumulus::trainer::ProtoEventSink sink(kEventsFd, runtime,
+                                          std::chrono::milliseconds(task.max_event_delay_ms()));
 
   if (!config.ok()) {
     sink.Exit(accumulus::v1::JOB_STATE_FAILED, config.status().message(), /*permanent=*/true);

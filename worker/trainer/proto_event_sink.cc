@@ -7,20 +7,32 @@
 namespace accumulus::trainer {
 namespace {
 
-v1::TrainerMessage EventMessage() {
-  v1::TrainerMessage message;
-  *message.mutable_event()->mutable_time() = Now();
-  return message;
+v1::JobEvent TimedEvent() {
+  v1::JobEvent event;
+  *event.mutable_time() = Now();
+  return event;
 }
 
 }  // namespace
 
-ProtoEventSink::ProtoEventSink(int fd, v1::RuntimeInfo runtime)
-    : out_(fd), runtime_(std::move(runtime)) {}
+ProtoEventSink::ProtoEventSink(int fd, v1::RuntimeInfo runtime, std::chrono::milliseconds max_delay)
+    : runtime_(std::move(runtime)), max_delay_(max_delay), out_(fd) {
+  if (max_delay_.count() > 0) flusher_ = std::thread([this] { FlushWhenDue(); });
+}
+
+ProtoEventSink::~ProtoEventSink() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+    WriteHeldLocked();
+  }
+  changed_.notify_all();
+  if (flusher_.joinable()) flusher_.join();
+}
 
 void ProtoEventSink::OnRun(const engine::RunReport& report) {
-  v1::TrainerMessage message = EventMessage();
-  v1::RuntimeInfo* info = message.mutable_event()->mutable_runtime();
+  v1::JobEvent event = TimedEvent();
+  v1::RuntimeInfo* info = event.mutable_runtime();
   *info = runtime_;
   info->set_device(report.device);
   info->set_parameters(report.parameters);
@@ -52,12 +64,12 @@ void ProtoEventSink::OnRun(const engine::RunReport& report) {
     probe->set_peak_bytes(p.peak_bytes);
     probe->set_fits(p.fits);
   }
-  Write(message);
+  Emit(std::move(event), /*hold=*/false);
 }
 
 void ProtoEventSink::OnStep(const engine::StepReport& r) {
-  v1::TrainerMessage message = EventMessage();
-  v1::StepMetrics* s = message.mutable_event()->mutable_step();
+  v1::JobEvent event = TimedEvent();
+  v1::StepMetrics* s = event.mutable_step();
   s->set_step(r.step);
   s->set_epoch(r.epoch);
   s->set_microbatches(r.microbatches);
@@ -83,17 +95,17 @@ void ProtoEventSink::OnStep(const engine::StepReport& r) {
   s->set_loss_scale(r.loss_scale);
   s->set_skipped(r.skipped);
   s->set_skipped_steps(r.skipped_steps);
-  Write(message);
+  Emit(std::move(event), /*hold=*/true);
 }
 
 void ProtoEventSink::OnLog(engine::LogLevel level, const std::string& text) {
-  v1::TrainerMessage message = EventMessage();
-  v1::LogMessage* log = message.mutable_event()->mutable_log();
+  v1::JobEvent event = TimedEvent();
+  v1::LogMessage* log = event.mutable_log();
   log->set_level(level == engine::LogLevel::kError     ? v1::LogMessage::LEVEL_ERROR
                  : level == engine::LogLevel::kWarning ? v1::LogMessage::LEVEL_WARNING
                                                        : v1::LogMessage::LEVEL_INFO);
   log->set_text(text);
-  Write(message);
+  Emit(std::move(event), /*hold=*/false);
 }
 
 void ProtoEventSink::Exit(v1::JobState state, const std::string& reason, bool permanent) {
@@ -101,14 +113,54 @@ void ProtoEventSink::Exit(v1::JobState state, const std::string& reason, bool pe
   message.mutable_exit()->set_state(state);
   message.mutable_exit()->set_reason(reason);
   message.mutable_exit()->set_permanent(permanent);
-  Write(message);
+  std::lock_guard<std::mutex> lock(mutex_);
+  WriteHeldLocked();
+  WriteLocked(message);
 }
 
-void ProtoEventSink::Write(const v1::TrainerMessage& message) {
-  // Flushed per message: a step event is worth its syscall, and the daemon
-  // must see it now, not when a buffer fills.
+void ProtoEventSink::Emit(v1::JobEvent event, bool hold) {
+  bool first_held = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    v1::EventBatch* batch = held_.mutable_events();
+    *batch->add_events() = std::move(event);
+    if (!hold || max_delay_.count() == 0) {
+      WriteHeldLocked();
+      return;
+    }
+    if (batch->events_size() == 1) {
+      first_held = true;
+      due_ = std::chrono::steady_clock::now() + max_delay_;
+    }
+  }
+  if (first_held) changed_.notify_all();
+}
+
+void ProtoEventSink::WriteHeldLocked() {
+  if (!held_.has_events()) return;
+  WriteLocked(held_);
+  held_.Clear();
+}
+
+void ProtoEventSink::WriteLocked(const v1::TrainerMessage& message) {
+  // Flushed per message: the daemon must see it now, not when a buffer fills.
   google::protobuf::util::SerializeDelimitedToZeroCopyStream(message, &out_);
   out_.Flush();
+}
+
+void ProtoEventSink::FlushWhenDue() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  // Each wake-up looks again: a log or the exit may have written the batch,
+  // and a new batch has its own deadline.
+  while (!stopping_) {
+    if (!held_.has_events()) {
+      changed_.wait(lock);
+    } else if (std::chrono::steady_clock::now() >= due_) {
+      WriteHeldLocked();
+    } else {
+      changed_.wait_until(lock, due_);
+    }
+  }
 }
 
 }  // namespace accumulus::trainer

@@ -1,14 +1,24 @@
-// The engine's EventSink in the trainer process: each report becomes a
-// length-delimited TrainerMessage on the pipe to the worker daemon.
+// The engine's EventSink in the trainer process: reports become
+// length-delimited TrainerMessages on the pipe to the worker daemon.
+//
+// Step events may be held for up to `max_delay` and written as one batch: a
+// job whose steps take 12 ms otherwise costs the worker and the controller a
+// pipe read, two gRPC messages and a store transaction per step, on the cores
+// the trainer computes on (bench/README.md, orchestration). Everything else
+// (the run's plan, logs, the exit) goes out at once, after what is held, so
+// the order of events never changes.
 #pragma once
 
 #include <google/protobuf/io/zero_copy_stream_impl.h>
 
-#include <memory>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <vector>
 
 #include "accumulus/v1/trainer.pb.h"
 #include "worker/engine/events.h"
-#include "worker/engine/thread_setup.h"
 
 namespace accumulus::trainer {
 
@@ -16,20 +26,39 @@ class ProtoEventSink final : public engine::EventSink {
  public:
   // Writes to `fd` (not owned). `runtime` carries what the trainer set up
   // before training (threads, BLAS, rank, batch); OnRun completes it.
-  ProtoEventSink(int fd, v1::RuntimeInfo runtime);
+  // `max_delay` zero writes each step event at once.
+  ProtoEventSink(int fd, v1::RuntimeInfo runtime,
+                 std::chrono::milliseconds max_delay = std::chrono::milliseconds(0));
+  ~ProtoEventSink() override;
 
   void OnRun(const engine::RunReport& report) override;
   void OnStep(const engine::StepReport& report) override;
   void OnLog(engine::LogLevel level, const std::string& text) override;
 
-  // The trainer's last message.
+  // The trainer's last message; held events go first.
   void Exit(v1::JobState state, const std::string& reason, bool permanent = false);
 
  private:
-  void Write(const v1::TrainerMessage& message);
+  // Queues `event`; `hold` lets it wait for the batch's deadline.
+  void Emit(v1::JobEvent event, bool hold);
+  // Writes what is held (if anything) as one message.
+  void WriteHeldLocked();
+  void WriteLocked(const v1::TrainerMessage& message);
+  // The flusher thread: writes a batch when its oldest event is due.
+  void FlushWhenDue();
 
+  const v1::RuntimeInfo runtime_;
+  const std::chrono::milliseconds max_delay_;
+
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  // Below: protected by mutex_.
   google::protobuf::io::FileOutputStream out_;
-  v1::RuntimeInfo runtime_;
+  v1::TrainerMessage held_;                    // its `events` batch, not yet written
+  std::chrono::steady_clock::time_point due_;  // when the oldest held event must go
+  bool stopping_ = false;
+
+  std::thread flusher_;  // only with a max_delay
 };
 
 }  // namespace accumulus::trainer
