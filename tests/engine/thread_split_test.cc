@@ -55,6 +55,33 @@ TEST_F(ThreadSplitTest, MeasuresEachCandidateAndLeavesTheFastestInForce) {
   EXPECT_EQ(at::get_num_threads(), 2);
 }
 
+TEST_F(ThreadSplitTest, ABurstThatSlowsOneRoundDoesNotDecideTheSplit) {
+  // Two intra-op threads do a tenth of the work, except that their first
+  // timed passes run into a neighbour's burst (fifty times the work).
+  volatile double sink = 0;
+  int two_thread_passes = 0;
+  auto pass = [&] {
+    int64_t work = 2000000;
+    if (at::get_num_threads() == 2) work = ++two_thread_passes <= 4 ? 10000000 : 200000;
+    for (int64_t i = 0; i < work; ++i) sink = sink + 1e-9 * static_cast<double>(i);
+  };
+  const std::vector<ThreadTrial> trials =
+      MeasureThreadSplits({{1, 1}, {2, 1}}, 8, pass, /*min_seconds=*/0.03,
+                          /*warmup_seconds=*/0.0, /*rounds=*/3);
+  EXPECT_GT(trials[1].samples_per_second, 3 * trials[0].samples_per_second);
+  EXPECT_EQ(at::get_num_threads(), 2);
+}
+
+TEST_F(ThreadSplitTest, APassLongerThanARoundGetsOneRound) {
+  int passes = 0;
+  auto pass = [&] { ++passes; };
+  // min_seconds 0: every pass is "long enough", so each candidate runs one
+  // untimed and one timed pass.
+  MeasureThreadSplits({{1, 1}, {2, 1}}, 8, pass, /*min_seconds=*/0.0, /*warmup_seconds=*/0.0,
+                      /*rounds=*/3);
+  EXPECT_EQ(passes, 4);
+}
+
 TrainConfig BatchNormCnn() {
   TrainConfig c;
   c.model.kind = "cnn";

@@ -32,14 +32,19 @@ struct ThreadTrial {
 std::vector<ThreadSplit> CandidateThreadSplits(int cores);
 
 // Runs `pass` (forward and backward of `samples` samples) under each
-// candidate: warm-up passes for at least `warmup_seconds` (pools starting,
-// the previous pool's threads going idle), then timed passes for at least
-// `min_seconds`. Returns the trials in candidate order and leaves the
-// fastest split applied.
+// candidate, the candidates taking turns for `rounds` rounds: in each, an
+// untimed pass (in the first round: passes for at least `warmup_seconds`,
+// the pools starting) and timed passes for at least `min_seconds / rounds`.
+// A candidate's rate is its best round, so that a neighbour's burst on a
+// shared machine slows one round of one candidate instead of deciding the
+// split (a one-round trial once gave the mlp at micro 4 a split 20% slower:
+// bench/README.md). Passes long enough to average over such bursts by
+// themselves (rounds × pass ≥ min_seconds) get one round. Returns the trials
+// in candidate order and leaves the fastest split applied.
 std::vector<ThreadTrial> MeasureThreadSplits(const std::vector<ThreadSplit>& candidates,
                                              int64_t samples, const std::function<void()>& pass,
-                                             double min_seconds = 0.25,
-                                             double warmup_seconds = 0.1);
+                                             double min_seconds = 0.25, double warmup_seconds = 0.1,
+                                             int rounds = 3);
 
 // The trial with the highest rate (the first on a tie).
 ThreadSplit Fastest(const std::vector<ThreadTrial>& trials);
