@@ -29,6 +29,11 @@ SPLITS = [256, 64, 16, 4]
 GLOBAL = 256
 # Timed windows per measurement: enough for a stable rate, bounded for charlm.
 WINDOWS = {"mlp": 12, "cnn": 6, "charlm": 3}
+# The Python loop with accumulus's settings is measured in this many sweeps
+# over all configurations, the median taken: its ratio to the engine (five
+# repetitions interleaved over the engine bench's minutes) should not depend
+# on a neighbour's burst during one run.
+SAME_SETTINGS_SWEEPS = 3
 # Under the reference BLAS a charlm window takes tens of seconds.
 FRESH_WINDOWS = {"mlp": 3, "cnn": 3, "charlm": 1}
 # Whole jobs: enough steps that the job's start (processes, LibTorch, the
@@ -186,6 +191,13 @@ def ratio(a, b):
 def main(bench_json, bin_dir, commit, prefix):
     context, engine, matmul_flops = engine_results(bench_json)
     rows = []
+    same_settings = {}
+    for _ in range(SAME_SETTINGS_SWEEPS):
+        for model in MODELS:
+            for micro in SPLITS:
+                split = engine[("Window", model, micro)][2]
+                same_settings.setdefault((model, micro), []).append(
+                    python_peer(model, micro, "accumulus", split))
     cluster = Cluster(bin_dir)
     try:
         for model in MODELS:
@@ -195,7 +207,8 @@ def main(bench_json, bin_dir, commit, prefix):
                 row["threads"] = {"intra_op": split[0], "blas": split[1]}
                 (row["libtorch_textbook"], row["textbook_peak_bytes"],
                  _) = engine[("Textbook", model, micro)]
-                row["python_same_settings"] = python_peer(model, micro, "accumulus", split)
+                row["python_same_settings_runs"] = same_settings[(model, micro)]
+                row["python_same_settings"] = statistics.median(same_settings[(model, micro)])
                 row["python_fresh_machine"] = python_peer(model, micro, "fresh")
                 row["python_openblas_default_threads"] = python_peer(model, micro, "openblas")
                 row["job"] = cluster.run_job(model, micro, JOB_WINDOWS[model])
@@ -238,9 +251,10 @@ def markdown(r):
         "micro-batch (threads column: intra-op + BLAS), one inter-op thread, its allocator "
         "settings. The peers: the textbook loop (loss / k, backward, step every k) in plain "
         "LibTorch C++ and in Python PyTorch (Debian python3-torch, the same LibTorch) with "
-        "exactly those settings; Python PyTorch as a fresh Debian machine runs it (the "
+        "exactly those settings (the median of %d runs, one per sweep over all "
+        "configurations); Python PyTorch as a fresh Debian machine runs it (the "
         "reference BLAS python3-torch pulls in, default threads); and with OpenBLAS "
-        "installed but default threads.",
+        "installed but default threads." % SAME_SETTINGS_SWEEPS,
         "- job: whole accumulus jobs through a controller and a worker, step event to step "
         "event; orchestration = time between windows (the step's report) + the controller's "
         "and worker's CPU per step, as a share of the step.",
