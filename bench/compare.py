@@ -14,6 +14,7 @@ controller and worker, with what the orchestration costs per step. Writes
 OUT_PREFIX.json and OUT_PREFIX.md.
 """
 import json
+import math
 import os
 import platform
 import re
@@ -27,8 +28,11 @@ from datetime import datetime, timezone
 MODELS = ["mlp", "cnn", "charlm"]
 SPLITS = [256, 64, 16, 4]
 GLOBAL = 256
-# Timed windows per measurement: enough for a stable rate, bounded for charlm.
-WINDOWS = {"mlp": 12, "cnn": 6, "charlm": 3}
+# Each Python run times at least this long (sized from the engine's rate),
+# and at least MIN_WINDOWS windows: a fraction of a second is one scheduler
+# hiccup away from a different ratio on a shared machine.
+PEER_SECONDS = 1.5
+MIN_WINDOWS = 3
 # The Python loop with accumulus's settings is measured in this many sweeps
 # over all configurations, the median taken: its ratio to the engine (five
 # repetitions interleaved over the engine bench's minutes) should not depend
@@ -79,7 +83,12 @@ def engine_results(path):
     return data["context"], out, flops
 
 
-def python_peer(model, micro, settings, split=None):
+def peer_windows(engine_rate):
+    """Windows for a Python run that times about PEER_SECONDS."""
+    return max(MIN_WINDOWS, math.ceil(PEER_SECONDS * engine_rate / GLOBAL))
+
+
+def python_peer(model, micro, settings, split=None, windows=MIN_WINDOWS):
     """settings: "accumulus" (its threads `split` and allocator settings),
     "fresh" (a fresh Debian machine: reference BLAS, default threads) or
     "openblas" (OpenBLAS installed, default threads)."""
@@ -88,7 +97,8 @@ def python_peer(model, micro, settings, split=None):
     env = {k: v for k, v in os.environ.items()
            if k not in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                         "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_")}
-    windows = FRESH_WINDOWS[model] if settings == "fresh" else WINDOWS[model]
+    if settings == "fresh":
+        windows = FRESH_WINDOWS[model]
     args = [PYTHON, PEER, model, str(micro), "--windows", str(windows)]
     if settings == "accumulus":
         intra_op, blas = split
@@ -195,9 +205,9 @@ def main(bench_json, bin_dir, commit, prefix):
     for _ in range(SAME_SETTINGS_SWEEPS):
         for model in MODELS:
             for micro in SPLITS:
-                split = engine[("Window", model, micro)][2]
+                rate, _, split = engine[("Window", model, micro)]
                 same_settings.setdefault((model, micro), []).append(
-                    python_peer(model, micro, "accumulus", split))
+                    python_peer(model, micro, "accumulus", split, peer_windows(rate)))
     cluster = Cluster(bin_dir)
     try:
         for model in MODELS:
@@ -210,7 +220,8 @@ def main(bench_json, bin_dir, commit, prefix):
                 row["python_same_settings_runs"] = same_settings[(model, micro)]
                 row["python_same_settings"] = statistics.median(same_settings[(model, micro)])
                 row["python_fresh_machine"] = python_peer(model, micro, "fresh")
-                row["python_openblas_default_threads"] = python_peer(model, micro, "openblas")
+                row["python_openblas_default_threads"] = python_peer(
+                    model, micro, "openblas", windows=peer_windows(row["engine"]))
                 row["job"] = cluster.run_job(model, micro, JOB_WINDOWS[model])
                 # One step report per window, against the window's time.
                 row["metrics_overhead"] = engine["metrics_seconds"] * row["engine"] / GLOBAL
