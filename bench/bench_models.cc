@@ -1,6 +1,8 @@
 #include "bench/bench_models.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <thread>
 #include <utility>
@@ -57,6 +59,16 @@ ThreadSplit UseAccumulusThreadSplit(benchmark::State& state, const std::string& 
                                     int64_t micro) {
   static std::map<std::pair<std::string, int64_t>, ThreadSplit> measured;
   auto found = measured.find({kind, micro});
+  const char* given = std::getenv("ACCUMULUS_BENCH_THREADS");
+  if (found == measured.end() && given != nullptr) {
+    int intra_op = 0, blas = 0;
+    if (std::sscanf(given, "%d,%d", &intra_op, &blas) != 2 || intra_op < 1 || blas < 1) {
+      std::fprintf(stderr, "ACCUMULUS_BENCH_THREADS=%s: expected INTRA,BLAS (two counts >= 1)\n",
+                   given);
+      std::exit(2);
+    }
+    found = measured.emplace(std::make_pair(kind, micro), ThreadSplit{intra_op, blas}).first;
+  }
   if (found == measured.end()) {
     const TrainConfig c = ModelUnderTest(kind);
     Workload w = MakeWorkload(c, micro);

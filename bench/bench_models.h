@@ -37,8 +37,10 @@ Workload MakeWorkload(const TrainConfig& config, int64_t micro);
 // The thread split a trainer rank owning every core of this machine measures
 // for this model and micro-batch (worker/engine/thread_split.h), on the
 // engine's own forward + backward; measured once and shared, so the engine
-// and its peers run on the same threads. Applies it and records it in
-// `state`'s counters (intra_op_threads, blas_threads).
+// and its peers run on the same threads. ACCUMULUS_BENCH_THREADS=INTRA,BLAS
+// gives it instead (compare.py: a run paired with a Python run on the split
+// an earlier run measured). Applies it and records it in `state`'s counters
+// (intra_op_threads, blas_threads).
 ThreadSplit UseAccumulusThreadSplit(benchmark::State& state, const std::string& kind,
                                     int64_t micro);
 

@@ -33,11 +33,13 @@ GLOBAL = 256
 # hiccup away from a different ratio on a shared machine.
 PEER_SECONDS = 1.5
 MIN_WINDOWS = 3
-# The Python loop with accumulus's settings is measured in this many sweeps
-# over all configurations, the median taken: its ratio to the engine (five
-# repetitions interleaved over the engine bench's minutes) should not depend
-# on a neighbour's burst during one run.
-SAME_SETTINGS_SWEEPS = 3
+# The Python loop with accumulus's settings runs paired with the engine: in
+# each of this many sweeps over all configurations, one engine run and one
+# Python run of the same length back to back (which goes first alternates),
+# medians taken. Measured minutes apart, or for different lengths, the two
+# drifted apart on this shared machine (sustained load runs slower here
+# than the engine bench's half-second repetitions).
+PAIRED_SWEEPS = 3
 # Under the reference BLAS a charlm window takes tens of seconds.
 FRESH_WINDOWS = {"mlp": 3, "cnn": 3, "charlm": 1}
 # Whole jobs: enough steps that the job's start (processes, LibTorch, the
@@ -86,6 +88,18 @@ def engine_results(path):
 def peer_windows(engine_rate):
     """Windows for a Python run that times about PEER_SECONDS."""
     return max(MIN_WINDOWS, math.ceil(PEER_SECONDS * engine_rate / GLOBAL))
+
+
+def engine_paired(bin_dir, model, micro, split):
+    """The engine's window in a fresh process on `split`, timed about
+    PEER_SECONDS: the engine's half of a pair with a Python run."""
+    env = dict(os.environ, ACCUMULUS_BENCH_THREADS="%d,%d" % split)
+    out = subprocess.run(
+        [os.path.join(bin_dir, "accumulus_engine_bench"),
+         "--benchmark_filter=^BM_Window/%s/micro:%d/checkpoint:0/" % (model, micro),
+         "--benchmark_min_time=%g" % PEER_SECONDS, "--benchmark_format=json"],
+        env=env, check=True, capture_output=True, text=True).stdout
+    return json.loads(out)["benchmarks"][0]["items_per_second"]
 
 
 def python_peer(model, micro, settings, split=None, windows=MIN_WINDOWS):
@@ -201,13 +215,17 @@ def ratio(a, b):
 def main(bench_json, bin_dir, commit, prefix):
     context, engine, matmul_flops = engine_results(bench_json)
     rows = []
-    same_settings = {}
-    for _ in range(SAME_SETTINGS_SWEEPS):
+    paired = {}
+    for sweep in range(PAIRED_SWEEPS):
         for model in MODELS:
             for micro in SPLITS:
                 rate, _, split = engine[("Window", model, micro)]
-                same_settings.setdefault((model, micro), []).append(
-                    python_peer(model, micro, "accumulus", split, peer_windows(rate)))
+                runs = [lambda: ("engine", engine_paired(bin_dir, model, micro, split)),
+                        lambda: ("python", python_peer(model, micro, "accumulus", split,
+                                                       peer_windows(rate)))]
+                for run in (runs if sweep % 2 == 0 else runs[::-1]):
+                    who, value = run()
+                    paired.setdefault((model, micro, who), []).append(value)
     cluster = Cluster(bin_dir)
     try:
         for model in MODELS:
@@ -217,8 +235,10 @@ def main(bench_json, bin_dir, commit, prefix):
                 row["threads"] = {"intra_op": split[0], "blas": split[1]}
                 (row["libtorch_textbook"], row["textbook_peak_bytes"],
                  _) = engine[("Textbook", model, micro)]
-                row["python_same_settings_runs"] = same_settings[(model, micro)]
-                row["python_same_settings"] = statistics.median(same_settings[(model, micro)])
+                row["engine_paired_runs"] = paired[(model, micro, "engine")]
+                row["engine_paired"] = statistics.median(row["engine_paired_runs"])
+                row["python_same_settings_runs"] = paired[(model, micro, "python")]
+                row["python_same_settings"] = statistics.median(row["python_same_settings_runs"])
                 row["python_fresh_machine"] = python_peer(model, micro, "fresh")
                 row["python_openblas_default_threads"] = python_peer(
                     model, micro, "openblas", windows=peer_windows(row["engine"]))
@@ -262,31 +282,36 @@ def markdown(r):
         "micro-batch (threads column: intra-op + BLAS), one inter-op thread, its allocator "
         "settings. The peers: the textbook loop (loss / k, backward, step every k) in plain "
         "LibTorch C++ and in Python PyTorch (Debian python3-torch, the same LibTorch) with "
-        "exactly those settings (the median of %d runs, one per sweep over all "
-        "configurations); Python PyTorch as a fresh Debian machine runs it (the "
+        "exactly those settings; Python PyTorch as a fresh Debian machine runs it (the "
         "reference BLAS python3-torch pulls in, default threads); and with OpenBLAS "
-        "installed but default threads." % SAME_SETTINGS_SWEEPS,
+        "installed but default threads.",
+        "- engine and LibTorch loop: the engine bench (medians of 5 repetitions interleaved "
+        "at random). Engine paired and Python same: %d sweeps over all configurations, each "
+        "an engine run (a fresh process on the same split) and a Python run of about %g s "
+        "back to back, medians; ÷ Python same divides these two." % (PAIRED_SWEEPS,
+                                                                     PEER_SECONDS),
         "- job: whole accumulus jobs through a controller and a worker, step event to step "
         "event; orchestration = time between windows (the step's report) + the controller's "
         "and worker's CPU per step, as a share of the step.",
         "",
         "samples/s, and accumulus engine ÷ peer:",
         "",
-        "| model | micro × k | threads | engine | LibTorch loop | Python same | "
+        "| model | micro × k | threads | engine | LibTorch loop | engine paired | Python same | "
         "Python fresh machine | Python OpenBLAS defaults | ÷ LibTorch | ÷ Python same | "
         "÷ Python fresh | ÷ Python OpenBLAS defaults |",
-        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for row in r["rows"]:
         e = row["engine"]
         lines.append(
-            "| %s | %d × %d | %d + %d | %.0f | %.0f | %.0f | %.0f | %.0f | %.2f× | %.2f× | "
+            "| %s | %d × %d | %d + %d | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.2f× | %.2f× | "
             "%.1f× | %.2f× |" % (
                 row["model"], row["micro"], row["accumulation"], row["threads"]["intra_op"],
-                row["threads"]["blas"], e, row["libtorch_textbook"],
+                row["threads"]["blas"], e, row["libtorch_textbook"], row["engine_paired"],
                 row["python_same_settings"], row["python_fresh_machine"],
                 row["python_openblas_default_threads"],
-                ratio(e, row["libtorch_textbook"]), ratio(e, row["python_same_settings"]),
+                ratio(e, row["libtorch_textbook"]),
+                ratio(row["engine_paired"], row["python_same_settings"]),
                 ratio(e, row["python_fresh_machine"]),
                 ratio(e, row["python_openblas_default_threads"])))
     lines += [
