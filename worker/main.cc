@@ -46,8 +46,8 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--max-event-delay-ms", options.max_event_delay_ms,
-                 "how long a trainer may hold step events to send them together (0: each at "
-                 "once); the most a watcher lags a step, against the relay's work per step")
+                 "a trainer sends step events at most one message per this interval (0: each "
+                 "at once); the most a watcher lags a step, against the relay's work per step")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--max-buffered-messages", options.max_buffered_messages,

@@ -30,7 +30,7 @@ struct SupervisorOptions {
   // How long a cancelled trainer may take to stop at a window boundary
   // before it is killed.
   int cancel_grace_ms = 10000;
-  // How long a trainer may hold step events to send them as one message.
+  // A trainer sends step events at most one message per this interval.
   int max_event_delay_ms = 100;
 };
 

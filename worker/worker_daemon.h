@@ -29,7 +29,7 @@ struct WorkerOptions {
   int intra_op_threads = 0;
   int blas_threads = 0;
   int cancel_grace_ms = 10000;
-  // How long a trainer may hold step events to send them as one message (0:
+  // A trainer sends step events at most one message per this interval (0:
   // each at once): how late a watcher may see a step, against the relay's
   // work per step.
   int max_event_delay_ms = 100;

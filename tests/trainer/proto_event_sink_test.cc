@@ -4,10 +4,12 @@
 
 #include <google/protobuf/util/delimited_message_util.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <memory>
+#include <thread>
 
 namespace accumulus::trainer {
 namespace {
@@ -98,11 +100,23 @@ TEST_F(ProtoEventSinkTest, TheRunsPlanIsNotHeld) {
 
 TEST_F(ProtoEventSinkTest, AHeldStepIsWrittenWhenDueWithoutAnotherReport) {
   ProtoEventSink sink(write_fd_, v1::RuntimeInfo(), milliseconds(20));
+  // Within the interval that starts with the sink: held. Nothing else is
+  // reported, so only the deadline can write it.
   sink.OnStep(Step(1));
-  // Nothing else is reported: only the deadline can write it.
   EXPECT_EQ(Steps(Next()), std::vector<int64_t>{1});
   sink.OnStep(Step(2));
   EXPECT_EQ(Steps(Next()), std::vector<int64_t>{2});
+}
+
+TEST_F(ProtoEventSinkTest, AStepAfterAQuietIntervalIsNotHeld) {
+  ProtoEventSink sink(write_fd_, v1::RuntimeInfo(), milliseconds(10));
+  // No message for longer than the interval (the precondition, not a wait
+  // for another thread): a slow job's step has nothing to wait for.
+  std::this_thread::sleep_for(milliseconds(30));
+  sink.OnStep(Step(1));
+  pollfd ready = {read_fd_, POLLIN, 0};
+  EXPECT_EQ(::poll(&ready, 1, /*timeout=*/0), 1) << "written by the report itself";
+  EXPECT_EQ(Steps(Next()), std::vector<int64_t>{1});
 }
 
 TEST_F(ProtoEventSinkTest, TheExitComesAfterTheHeldSteps) {

@@ -16,7 +16,10 @@ v1::JobEvent TimedEvent() {
 }  // namespace
 
 ProtoEventSink::ProtoEventSink(int fd, v1::RuntimeInfo runtime, std::chrono::milliseconds max_delay)
-    : runtime_(std::move(runtime)), max_delay_(max_delay), out_(fd) {
+    : runtime_(std::move(runtime)),
+      max_delay_(max_delay),
+      out_(fd),
+      last_write_(std::chrono::steady_clock::now()) {
   if (max_delay_.count() > 0) flusher_ = std::thread([this] { FlushWhenDue(); });
 }
 
@@ -124,13 +127,17 @@ void ProtoEventSink::Emit(v1::JobEvent event, bool hold) {
     std::lock_guard<std::mutex> lock(mutex_);
     v1::EventBatch* batch = held_.mutable_events();
     *batch->add_events() = std::move(event);
-    if (!hold || max_delay_.count() == 0) {
+    // Held only when the last message went out less than max_delay ago:
+    // at most one message per interval, and a slow job's steps (or the
+    // first of a burst) go at once.
+    const auto due = last_write_ + max_delay_;
+    if (!hold || (batch->events_size() == 1 && std::chrono::steady_clock::now() >= due)) {
       WriteHeldLocked();
       return;
     }
     if (batch->events_size() == 1) {
       first_held = true;
-      due_ = std::chrono::steady_clock::now() + max_delay_;
+      due_ = due;
     }
   }
   if (first_held) changed_.notify_all();
@@ -146,6 +153,7 @@ void ProtoEventSink::WriteLocked(const v1::TrainerMessage& message) {
   // Flushed per message: the daemon must see it now, not when a buffer fills.
   google::protobuf::util::SerializeDelimitedToZeroCopyStream(message, &out_);
   out_.Flush();
+  last_write_ = std::chrono::steady_clock::now();
 }
 
 void ProtoEventSink::FlushWhenDue() {

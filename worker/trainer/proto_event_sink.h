@@ -1,12 +1,14 @@
 // The engine's EventSink in the trainer process: reports become
 // length-delimited TrainerMessages on the pipe to the worker daemon.
 //
-// Step events may be held for up to `max_delay` and written as one batch: a
-// job whose steps take 12 ms otherwise costs the worker and the controller a
-// pipe read, two gRPC messages and a store transaction per step, on the cores
-// the trainer computes on (bench/README.md, orchestration). Everything else
-// (the run's plan, logs, the exit) goes out at once, after what is held, so
-// the order of events never changes.
+// Step events go out at most one message per `max_delay`: a step reported
+// sooner than that after the last message waits (at most `max_delay`) and
+// goes with the steps reported meanwhile. A job whose steps take 12 ms
+// otherwise costs the worker and the controller a pipe read, two gRPC
+// messages and a store transaction per step, on the cores the trainer
+// computes on (bench/README.md, orchestration); a job of slower steps waits
+// for nothing. Everything else (the run's plan, logs, the exit) goes out at
+// once, after what is held, so the order of events never changes.
 #pragma once
 
 #include <google/protobuf/io/zero_copy_stream_impl.h>
@@ -56,6 +58,8 @@ class ProtoEventSink final : public engine::EventSink {
   google::protobuf::io::FileOutputStream out_;
   v1::TrainerMessage held_;                    // its `events` batch, not yet written
   std::chrono::steady_clock::time_point due_;  // when the oldest held event must go
+  // The last message's (or the sink's start): the interval counts from it.
+  std::chrono::steady_clock::time_point last_write_;
   bool stopping_ = false;
 
   std::thread flusher_;  // only with a max_delay
