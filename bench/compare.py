@@ -208,6 +208,13 @@ def timestamp_seconds(text):
     return whole + (float(m.group(2)) if m.group(2) else 0.0)
 
 
+def paired_ratio(row):
+    """engine ÷ Python same settings: the median of each pair's ratio (the
+    machine's speed moves between sweeps; a pair's two runs move together)."""
+    return statistics.median(e / p for e, p in zip(row["engine_paired_runs"],
+                                                   row["python_same_settings_runs"]))
+
+
 def ratio(a, b):
     return a / b if a and b else float("nan")
 
@@ -239,6 +246,7 @@ def main(bench_json, bin_dir, commit, prefix):
                 row["engine_paired"] = statistics.median(row["engine_paired_runs"])
                 row["python_same_settings_runs"] = paired[(model, micro, "python")]
                 row["python_same_settings"] = statistics.median(row["python_same_settings_runs"])
+                row["engine_per_python_same"] = paired_ratio(row)
                 row["python_fresh_machine"] = python_peer(model, micro, "fresh")
                 row["python_openblas_default_threads"] = python_peer(
                     model, micro, "openblas", windows=peer_windows(row["engine"]))
@@ -288,8 +296,10 @@ def markdown(r):
         "- engine and LibTorch loop: the engine bench (medians of 5 repetitions interleaved "
         "at random). Engine paired and Python same: %d sweeps over all configurations, each "
         "an engine run (a fresh process on the same split) and a Python run of about %g s "
-        "back to back, medians; ÷ Python same divides these two." % (PAIRED_SWEEPS,
-                                                                     PEER_SECONDS),
+        "back to back, medians; ÷ Python same is the median of the pairs' ratios. "
+        "÷ Python fresh and ÷ Python OpenBLAS defaults divide engine paired by one run at "
+        "another time: the machine's speed moves between sweeps (see the paired runs in the "
+        "JSON), so these two are indicative." % (PAIRED_SWEEPS, PEER_SECONDS),
         "- job: whole accumulus jobs through a controller and a worker, step event to step "
         "event; orchestration = time between windows (the step's report) + the controller's "
         "and worker's CPU per step, as a share of the step.",
@@ -311,9 +321,9 @@ def markdown(r):
                 row["python_same_settings"], row["python_fresh_machine"],
                 row["python_openblas_default_threads"],
                 ratio(e, row["libtorch_textbook"]),
-                ratio(row["engine_paired"], row["python_same_settings"]),
-                ratio(e, row["python_fresh_machine"]),
-                ratio(e, row["python_openblas_default_threads"])))
+                row["engine_per_python_same"],
+                ratio(row["engine_paired"], row["python_fresh_machine"]),
+                ratio(row["engine_paired"], row["python_openblas_default_threads"])))
     lines += [
         "",
         "Orchestration and metrics, per step:",
