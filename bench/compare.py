@@ -35,8 +35,8 @@ PEER_SECONDS = 1.5
 MIN_WINDOWS = 3
 # The Python loop with accumulus's settings runs paired with the engine: in
 # each of this many sweeps over all configurations, one engine run and one
-# Python run of the same length back to back (which goes first alternates),
-# medians taken. Measured minutes apart, or for different lengths, the two
+# Python run of the same length back to back (which goes first alternates);
+# the ratio is the median of the pairs'. Measured minutes apart, or for different lengths, the two
 # drifted apart on this shared machine (sustained load runs slower here
 # than the engine bench's half-second repetitions).
 PAIRED_SWEEPS = 3
@@ -227,11 +227,9 @@ def main(bench_json, bin_dir, commit, prefix):
         for model in MODELS:
             for micro in SPLITS:
                 rate, _, split = engine[("Window", model, micro)]
-                runs = [lambda: ("engine", engine_paired(bin_dir, model, micro, split)),
-                        lambda: ("python", python_peer(model, micro, "accumulus", split,
-                                                       peer_windows(rate)))]
-                for run in (runs if sweep % 2 == 0 else runs[::-1]):
-                    who, value = run()
+                for who in ("engine", "python") if sweep % 2 == 0 else ("python", "engine"):
+                    value = (engine_paired(bin_dir, model, micro, split) if who == "engine" else
+                             python_peer(model, micro, "accumulus", split, peer_windows(rate)))
                     paired.setdefault((model, micro, who), []).append(value)
     cluster = Cluster(bin_dir)
     try:
