@@ -130,17 +130,19 @@ void ProtoEventSink::Emit(v1::JobEvent event, bool hold) {
     // Held only when the last message went out less than max_delay ago:
     // at most one message per interval, and a slow job's steps (or the
     // first of a burst) go at once.
-    const auto due = last_write_ + max_delay_;
-    if (!hold || (batch->events_size() == 1 && std::chrono::steady_clock::now() >= due)) {
+    if (!hold || (batch->events_size() == 1 && std::chrono::steady_clock::now() >= DueLocked())) {
       WriteHeldLocked();
       return;
     }
-    if (batch->events_size() == 1) {
-      first_held = true;
-      due_ = due;
-    }
+    first_held = batch->events_size() == 1;
   }
   if (first_held) changed_.notify_all();
+}
+
+std::chrono::steady_clock::time_point ProtoEventSink::DueLocked() const {
+  // Nothing is written while events are held (every write takes them
+  // along), so the interval of the held batch starts at the last write.
+  return last_write_ + max_delay_;
 }
 
 void ProtoEventSink::WriteHeldLocked() {
@@ -163,10 +165,10 @@ void ProtoEventSink::FlushWhenDue() {
   while (!stopping_) {
     if (!held_.has_events()) {
       changed_.wait(lock);
-    } else if (std::chrono::steady_clock::now() >= due_) {
+    } else if (std::chrono::steady_clock::now() >= DueLocked()) {
       WriteHeldLocked();
     } else {
-      changed_.wait_until(lock, due_);
+      changed_.wait_until(lock, DueLocked());
     }
   }
 }

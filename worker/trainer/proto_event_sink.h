@@ -43,6 +43,8 @@ class ProtoEventSink final : public engine::EventSink {
  private:
   // Queues `event`; `hold` lets it wait for the batch's deadline.
   void Emit(v1::JobEvent event, bool hold);
+  // When what is held must go.
+  std::chrono::steady_clock::time_point DueLocked() const;
   // Writes what is held (if anything) as one message.
   void WriteHeldLocked();
   void WriteLocked(const v1::TrainerMessage& message);
@@ -56,8 +58,7 @@ class ProtoEventSink final : public engine::EventSink {
   std::condition_variable changed_;
   // Below: protected by mutex_.
   google::protobuf::io::FileOutputStream out_;
-  v1::TrainerMessage held_;                    // its `events` batch, not yet written
-  std::chrono::steady_clock::time_point due_;  // when the oldest held event must go
+  v1::TrainerMessage held_;  // its `events` batch, not yet written
   // The last message's (or the sink's start): the interval counts from it.
   std::chrono::steady_clock::time_point last_write_;
   bool stopping_ = false;
