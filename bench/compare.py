@@ -23,6 +23,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from datetime import datetime, timezone
 
 MODELS = ["mlp", "cnn", "charlm"]
@@ -157,15 +158,18 @@ class Cluster:
         watch = subprocess.Popen([os.path.join(self.bin_dir, "accumulus"), "--controller",
                                   self.address, "-o", "json", "submit", spec, "--watch"],
                                  stdout=subprocess.PIPE, text=True)
-        times, window_seconds, split, cpu = [], [], None, []
+        times, window_seconds, split, cpu, latencies = [], [], None, [], []
         watch.stdout.readline()  # the submitted job
         for line in watch.stdout:
+            received = time.time()
             event = json.loads(line)
             if "runtime" in event:
                 split = (event["runtime"].get("intra_op_threads"),
                          event["runtime"].get("blas_threads"))
             if "step" in event:
                 times.append(timestamp_seconds(event["time"]))
+                # From the trainer's report to this watcher (the CLI), on one clock.
+                latencies.append(received - times[-1])
                 window_seconds.append(event["step"]["step_seconds"])
                 if len(times) in (1, windows + 1):  # the first and the last step
                     cpu.append(cpu_seconds(self.controller.pid) + cpu_seconds(self.worker.pid))
@@ -175,6 +179,7 @@ class Cluster:
         interval = (times[-1] - times[0]) / steps
         in_job_window = statistics.mean(window_seconds[1:])
         control_plane = cpu[-1] - cpu[0]
+        percentiles = statistics.quantiles(latencies, n=100)
         return {
             "samples_per_second": GLOBAL / interval,
             "threads": split,
@@ -183,6 +188,8 @@ class Cluster:
             # Controller + worker CPU per step, as a share of the step.
             "control_plane_cpu": control_plane / steps / interval,
             "control_plane_cpu_seconds": control_plane,
+            "step_latency_p50": percentiles[49],
+            "step_latency_p99": percentiles[98],
         }
 
     def stop(self):
@@ -300,7 +307,9 @@ def markdown(r):
         "JSON), so these two are indicative." % (PAIRED_SWEEPS, PEER_SECONDS),
         "- job: whole accumulus jobs through a controller and a worker, step event to step "
         "event; orchestration = time between windows (the step's report) + the controller's "
-        "and worker's CPU per step, as a share of the step.",
+        "and worker's CPU per step, as a share of the step; step → watcher: from the trainer "
+        "reporting a step to `accumulus submit --watch -o json` printing it (the worker's "
+        "default --max-event-delay-ms 100 included).",
         "",
         "samples/s, and accumulus engine ÷ peer:",
         "",
@@ -327,18 +336,20 @@ def markdown(r):
         "Orchestration and metrics, per step:",
         "",
         "| model | micro × k | job samples/s | job threads | between windows | "
-        "controller + worker CPU | orchestration | metrics |",
-        "| --- | --- | ---: | --- | ---: | ---: | ---: | ---: |",
+        "controller + worker CPU | orchestration | metrics | step → watcher p50 | p99 |",
+        "| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for row in r["rows"]:
         job = row["job"]
         threads = job["threads"] or ("?", "?")
-        lines.append("| %s | %d × %d | %.0f | %s + %s | %.2f%% | %.2f%% | %.2f%% | %.3f%% |" % (
+        lines.append("| %s | %d × %d | %.0f | %s + %s | %.2f%% | %.2f%% | %.2f%% | %.3f%% | "
+                     "%.0f ms | %.0f ms |" % (
             row["model"], row["micro"], row["accumulation"], job["samples_per_second"],
             threads[0], threads[1], 100 * job["between_windows"],
             100 * job["control_plane_cpu"],
             100 * (job["between_windows"] + job["control_plane_cpu"]),
-            100 * row["metrics_overhead"]))
+            100 * row["metrics_overhead"], 1e3 * job["step_latency_p50"],
+            1e3 * job["step_latency_p99"]))
     lines += [
         "",
         "Peak tensor memory in the window (everything live: parameters, gradients, optimizer "
