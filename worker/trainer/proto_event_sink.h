@@ -17,7 +17,6 @@
 #include <condition_variable>
 #include <mutex>
 #include <thread>
-#include <vector>
 
 #include "accumulus/v1/trainer.pb.h"
 #include "worker/engine/events.h"
