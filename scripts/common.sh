@@ -5,18 +5,27 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${ACCUMULUS_BUILD_DIR:-$ROOT/build}"
 
-# Build tools, the libraries of PLATFORM.md, OpenBLAS (LibTorch's CPU speed
-# depends on it: the default reference BLAS is ~20× slower), Prometheus
-# (promtool checks our /metrics in the tests) and python3-torch (the same
-# LibTorch from Python: the independent reference of the cross-check tests).
+# Build tools, the libraries of PLATFORM.md, gloo's headers (the torch wheel
+# ships ProcessGroupGloo.hpp, which includes them, but not them; gloo's code
+# is inside libtorch), Prometheus (promtool checks our /metrics in the tests)
+# and Python's venv (LibTorch comes from PyPI's torch, below).
 PACKAGES=(
   build-essential cmake pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  libtorch-dev libopenblas0-pthread libgloo-dev
+  libgloo-dev
   libspdlog-dev libcpp-httplib-dev libsqlite3-dev libcli11-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  prometheus python3-torch
+  prometheus python3-venv
 )
+
+# LibTorch: PyPI's torch (its default Linux wheel is the CUDA 13.0 build, the
+# same as on the GPU machines), in a virtual environment outside the checkout
+# and keyed by the version, so every clone on this machine shares one ~3 GB
+# download. The same Python is the independent reference of the cross-check
+# tests and the bench's peers.
+TORCH_VERSION="2.11.0"
+TORCH_ENV="${ACCUMULUS_TORCH_ENV:-${XDG_CACHE_HOME:-$HOME/.cache}/accumulus/torch-$TORCH_VERSION}"
+PYTHON="$TORCH_ENV/bin/python"
 
 install_packages() {
   local missing=()
@@ -34,11 +43,55 @@ install_packages() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 }
 
+install_torch() {
+  mkdir -p "$(dirname "$TORCH_ENV")"
+  # One installer at a time: a test run and a demo may start together.
+  exec 9> "$TORCH_ENV.lock"
+  flock 9
+  local done_mark="$TORCH_ENV/.accumulus-installed"
+  if [ -f "$done_mark" ] && "$PYTHON" -c 'import torch' 2> /dev/null; then
+    echo "== torch $TORCH_VERSION: $TORCH_ENV"
+  else
+    echo "== installing torch==$TORCH_VERSION into $TORCH_ENV (about 3 GB, once per machine)"
+    [ -x "$PYTHON" ] || /usr/bin/python3 -m venv "$TORCH_ENV"
+    "$PYTHON" -m pip install --quiet --disable-pip-version-check "torch==$TORCH_VERSION" numpy
+    "$PYTHON" -c "import torch, sys; v = torch.__version__.split('+')[0]; sys.exit(v != '$TORCH_VERSION' and 'torch ' + v + ' installed, not $TORCH_VERSION')"
+    touch "$done_mark"
+  fi
+  flock -u 9
+}
+
+# The CUDA 13 toolkit is part of the platform (Debian 12 with NVIDIA's CUDA
+# 13.0 packages, or an NVIDIA CUDA 13 image): LibTorch's CMake needs it to
+# compile our CUDA and NCCL code, even where no GPU is present.
+check_cuda_toolkit() {
+  if ! command -v nvcc > /dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
+    export PATH="/usr/local/cuda/bin:$PATH"
+  fi
+  command -v nvcc > /dev/null || {
+    echo "error: no CUDA toolkit (nvcc): accumulus builds on Debian 12 with the CUDA 13.0 toolkit" \
+      "installed, or on an NVIDIA CUDA 13 image" >&2
+    exit 1
+  }
+}
+
+# ACCUMULUS_BUILD_ENGINE=OFF: the controller, worker daemon and CLI alone
+# (a controller image), without torch or CUDA.
+ENGINE="${ACCUMULUS_BUILD_ENGINE:-ON}"
+
+install_all() {
+  install_packages
+  if [ "$ENGINE" = "ON" ]; then
+    install_torch
+    check_cuda_toolkit
+  fi
+}
+
 build() {
   echo "== building in $BUILD_DIR"
   mkdir -p "$BUILD_DIR"
-  cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DACCUMULUS_BUILD_TESTS="${1:-ON}" -DACCUMULUS_WERROR=ON > "$BUILD_DIR/configure.log" 2>&1 \
+  cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DACCUMULUS_PYTHON="$PYTHON" \
+    -DACCUMULUS_BUILD_ENGINE="$ENGINE" -DACCUMULUS_BUILD_TESTS="${1:-ON}" -DACCUMULUS_WERROR=ON > "$BUILD_DIR/configure.log" 2>&1 \
     || { cat "$BUILD_DIR/configure.log"; exit 1; }
   # Two jobs: every LibTorch translation unit needs ~1 GiB and ~15 s of a core.
   cmake --build "$BUILD_DIR" -j2

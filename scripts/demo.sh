@@ -3,7 +3,7 @@
 # worker (`accumulus up`), submits an accumulating training job and streams
 # its metrics until it finishes. Safe to run again.
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-install_packages
+install_all
 build OFF
 
 BIN="$BUILD_DIR/bin"

@@ -1,6 +1,7 @@
 // Cross-implementation check: the same accumulating jobs through accumulus's
-// engine and through a plain full-batch loop in Python PyTorch (Debian's
-// python3-torch), from the same initial weights over the same windows.
+// engine and through a plain full-batch loop in Python PyTorch (the torch of
+// ACCUMULUS_PYTHON, whose LibTorch the engine links), from the same initial
+// weights over the same windows.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -25,7 +26,7 @@ class PythonReferenceTest : public ::testing::Test {
   // Runs reference.py; returns its exit code, its output in *output.
   int Python(const std::string& arguments, std::string* output) {
     const std::string log = dir_ + "/python.log";
-    const std::string command = "/usr/bin/python3 " + std::string(ACCUMULUS_SOURCE_DIR) +
+    const std::string command = std::string(ACCUMULUS_PYTHON) + " " + ACCUMULUS_SOURCE_DIR +
                                 "/tests/crosscheck/reference.py " + arguments + " > " + log +
                                 " 2>&1";
     const int status = std::system(command.c_str());

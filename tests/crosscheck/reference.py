@@ -1,5 +1,5 @@
-"""Independent reference for accumulus's engine: Python PyTorch (Debian's
-python3-torch, the same LibTorch version) running the plain full-batch loop.
+"""Independent reference for accumulus's engine: Python PyTorch (the torch
+whose LibTorch the engine links) running the plain full-batch loop.
 
   export-mlp  --out net.pt ...        a TorchScript MLP, as a user would export it
   check       --kind ... --trained T  trains the reference from the same start
@@ -15,6 +15,7 @@ import argparse
 import sys
 
 import torch
+import torch.jit._pickle  # noqa: F401 (restore_type_tag, for load)
 from torch import nn
 import torch.nn.functional as F
 
@@ -47,16 +48,24 @@ def export_mlp(args):
     torch.jit.save(torch.jit.script(net), args.out)
 
 
+def load(path):
+    """What the C++ side wrote with torch::pickle_save: tensors in a typed
+    Dict, whose type tags torch.load's weights-only unpickler must be allowed
+    to restore (nothing else is)."""
+    with torch.serialization.safe_globals([torch.jit._pickle.restore_type_tag]):
+        return torch.load(path, weights_only=True)
+
+
 def check(args):
-    data = torch.load(args.data)
-    windows = torch.load(args.windows)
+    data = load(args.data)
+    windows = load(args.windows)
     if args.kind == "torchscript":
         model = torch.jit.load(args.initial)
         trained = dict(torch.jit.load(args.trained).named_parameters())
     else:
         model = CharLM(args.vocabulary, args.max_length, args.d_model, args.heads, args.layers)
-        model.load_state_dict(torch.load(args.initial))
-        trained = torch.load(args.trained)  # accumulus's state-dict archive
+        model.load_state_dict(load(args.initial))
+        trained = load(args.trained)  # accumulus's state-dict archive
     model.train()
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
     for step in range(len(windows)):

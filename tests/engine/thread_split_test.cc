@@ -56,13 +56,19 @@ TEST_F(ThreadSplitTest, MeasuresEachCandidateAndLeavesTheFastestInForce) {
 }
 
 TEST_F(ThreadSplitTest, ABurstThatSlowsOneRoundDoesNotDecideTheSplit) {
-  // Two intra-op threads do a tenth of the work, except that their first
-  // timed passes run into a neighbour's burst (fifty times the work).
+  // Two intra-op threads do a tenth of the work, except that their whole
+  // first round runs into a neighbour's burst (fifty times the work). A
+  // round starts where the thread count changes to 2, so the burst covers
+  // one round however long the machine takes for a pass.
   volatile double sink = 0;
-  int two_thread_passes = 0;
+  int rounds_at_two = 0;
+  int previous_threads = 0;
   auto pass = [&] {
+    const int threads = at::get_num_threads();
+    if (threads == 2 && previous_threads != 2) ++rounds_at_two;
+    previous_threads = threads;
     int64_t work = 2000000;
-    if (at::get_num_threads() == 2) work = ++two_thread_passes <= 4 ? 10000000 : 200000;
+    if (threads == 2) work = rounds_at_two == 1 ? 10000000 : 200000;
     for (int64_t i = 0; i < work; ++i) sink = sink + 1e-9 * static_cast<double>(i);
   };
   const std::vector<ThreadTrial> trials =

@@ -19,19 +19,19 @@ struct AutocastState {
 
   static AutocastState Current() {
     AutocastState s;
-    s.cpu_enabled = at::autocast::is_cpu_enabled();
-    s.gpu_enabled = at::autocast::is_enabled();
-    s.cpu_dtype = at::autocast::get_autocast_cpu_dtype();
-    s.gpu_dtype = at::autocast::get_autocast_gpu_dtype();
+    s.cpu_enabled = at::autocast::is_autocast_enabled(at::kCPU);
+    s.gpu_enabled = at::autocast::is_autocast_enabled(at::kCUDA);
+    s.cpu_dtype = at::autocast::get_autocast_dtype(at::kCPU);
+    s.gpu_dtype = at::autocast::get_autocast_dtype(at::kCUDA);
     s.cache_enabled = at::autocast::is_autocast_cache_enabled();
     return s;
   }
 
   void Apply() const {
-    at::autocast::set_cpu_enabled(cpu_enabled);
-    at::autocast::set_enabled(gpu_enabled);
-    at::autocast::set_autocast_cpu_dtype(cpu_dtype);
-    at::autocast::set_autocast_gpu_dtype(gpu_dtype);
+    at::autocast::set_autocast_enabled(at::kCPU, cpu_enabled);
+    at::autocast::set_autocast_enabled(at::kCUDA, gpu_enabled);
+    at::autocast::set_autocast_dtype(at::kCPU, cpu_dtype);
+    at::autocast::set_autocast_dtype(at::kCUDA, gpu_dtype);
     at::autocast::set_autocast_cache_enabled(cache_enabled);
   }
 };

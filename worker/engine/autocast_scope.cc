@@ -7,7 +7,7 @@ namespace accumulus::engine {
 Status CheckPrecision(Precision precision, c10::DeviceType device) {
   if (precision == Precision::kFp16 && device != c10::DeviceType::CUDA) {
     return Status::InvalidArgument(
-        "precision \"fp16\" needs a CUDA device (LibTorch's CPU autocast supports bf16 only)");
+        "precision \"fp16\" needs a CUDA device (on the CPU use \"bf16\")");
   }
   return Status::Ok();
 }
@@ -16,23 +16,14 @@ AutocastScope::AutocastScope(Precision precision, c10::DeviceType device) {
   if (precision == Precision::kFp32) return;
   const at::ScalarType dtype = precision == Precision::kBf16 ? at::kBFloat16 : at::kHalf;
   active_ = true;
-  cpu_ = device == c10::DeviceType::CPU;
-  if (cpu_) {
-    at::autocast::set_autocast_cpu_dtype(dtype);
-    at::autocast::set_cpu_enabled(true);
-  } else {
-    at::autocast::set_autocast_gpu_dtype(dtype);
-    at::autocast::set_enabled(true);
-  }
+  device_ = device;
+  at::autocast::set_autocast_dtype(device_, dtype);
+  at::autocast::set_autocast_enabled(device_, true);
 }
 
 AutocastScope::~AutocastScope() {
   if (!active_) return;
-  if (cpu_) {
-    at::autocast::set_cpu_enabled(false);
-  } else {
-    at::autocast::set_enabled(false);
-  }
+  at::autocast::set_autocast_enabled(device_, false);
   // Cached casts of the weights belong to this forward pass only.
   at::autocast::clear_cache();
 }

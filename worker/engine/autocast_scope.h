@@ -10,8 +10,8 @@ namespace accumulus::engine {
 
 enum class Precision { kFp32, kBf16, kFp16 };
 
-// OK, or why `precision` cannot run on `device` (fp16 autocast needs CUDA in
-// LibTorch 1.13).
+// OK, or why `precision` cannot run on `device` (fp16 needs CUDA: on the CPU
+// it has neither fast kernels nor the loss scaling it needs from us).
 Status CheckPrecision(Precision precision, c10::DeviceType device);
 
 class AutocastScope {
@@ -23,7 +23,7 @@ class AutocastScope {
 
  private:
   bool active_ = false;
-  bool cpu_ = false;
+  c10::DeviceType device_ = c10::DeviceType::CPU;
 };
 
 }  // namespace accumulus::engine

@@ -28,8 +28,7 @@ torch::Tensor CharLmImpl::forward(torch::Tensor tokens) {
   // document's tokens, so this causal mask alone keeps every real position
   // off the padding; padded positions see real tokens, but their outputs
   // feed only losses that are ignored (kIgnoreIndex), so they contribute no
-  // gradient. (A boolean key-padding mask would also work in fp32, but
-  // LibTorch 1.13 has no bf16 masked_fill on the CPU for autocast.)
+  // gradient, and one additive mask serves every precision.
   const torch::Tensor causal =
       torch::full({length, length}, -std::numeric_limits<float>::infinity(),
                   x.options().dtype(torch::kFloat32))

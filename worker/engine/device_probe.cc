@@ -1,31 +1,27 @@
 #include "worker/engine/device_probe.h"
 
-#include <dlfcn.h>
-#include <torch/cuda.h>
+#ifdef ACCUMULUS_WITH_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAFunctions.h>
+#endif
 
 namespace accumulus::engine {
 
 std::vector<CudaDevice> ProbeCudaDevices() {
   std::vector<CudaDevice> devices;
-  const int count = static_cast<int>(torch::cuda::device_count());
-  // The CUDA runtime's C API, looked up at run time so this file builds
-  // against a CPU-only LibTorch too.
-  using SetDevice = int (*)(int);
-  using MemGetInfo = int (*)(size_t*, size_t*);
-  auto set_device = reinterpret_cast<SetDevice>(dlsym(RTLD_DEFAULT, "cudaSetDevice"));
-  auto mem_get_info = reinterpret_cast<MemGetInfo>(dlsym(RTLD_DEFAULT, "cudaMemGetInfo"));
+#ifdef ACCUMULUS_WITH_CUDA
+  // device_count() is 0, not an error, where the driver or the GPU is absent.
+  const int count = static_cast<int>(c10::cuda::device_count());
   for (int i = 0; i < count; ++i) {
+    const cudaDeviceProp* properties =
+        at::cuda::getDeviceProperties(static_cast<c10::DeviceIndex>(i));
     CudaDevice d;
     d.index = i;
-    d.name = "cuda:" + std::to_string(i);
-    size_t free_bytes = 0;
-    size_t total_bytes = 0;
-    if (set_device && mem_get_info && set_device(i) == 0 &&
-        mem_get_info(&free_bytes, &total_bytes) == 0) {
-      d.memory_bytes = static_cast<int64_t>(total_bytes);
-    }
+    d.name = properties->name;
+    d.memory_bytes = static_cast<int64_t>(properties->totalGlobalMem);
     devices.push_back(d);
   }
+#endif
   return devices;
 }
 

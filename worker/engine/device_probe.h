@@ -9,11 +9,11 @@ namespace accumulus::engine {
 
 struct CudaDevice {
   int index = 0;
-  int64_t memory_bytes = 0;  // 0 when the CUDA runtime could not be asked
-  std::string name;
+  int64_t memory_bytes = 0;  // the device's total memory
+  std::string name;          // the model, e.g. "NVIDIA H200"
 };
 
-// Empty when LibTorch was built without CUDA or no GPU is visible.
+// Empty when this build has no CUDA or no GPU is visible.
 std::vector<CudaDevice> ProbeCudaDevices();
 
 }  // namespace accumulus::engine

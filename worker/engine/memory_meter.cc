@@ -28,7 +28,7 @@ class CpuMemoryMeter final : public MemoryMeter {
 #ifdef ACCUMULUS_WITH_CUDA
 class CudaMemoryMeter final : public MemoryMeter {
  public:
-  explicit CudaMemoryMeter(int device) : device_(device) {}
+  explicit CudaMemoryMeter(c10::DeviceIndex device) : device_(device) {}
   int64_t current_bytes() const override { return Stat().current; }
   int64_t peak_bytes() const override { return Stat().peak; }
   void ResetPeak() override { c10::cuda::CUDACachingAllocator::resetPeakStats(device_); }
@@ -37,13 +37,12 @@ class CudaMemoryMeter final : public MemoryMeter {
   int64_t allocation_retries() const override { return Stats().num_alloc_retries; }
 
  private:
-  static constexpr size_t kAggregate =
-      static_cast<size_t>(c10::cuda::CUDACachingAllocator::StatType::AGGREGATE);
-  c10::cuda::CUDACachingAllocator::DeviceStats Stats() const {
+  static constexpr size_t kAggregate = static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE);
+  c10::CachingDeviceAllocator::DeviceStats Stats() const {
     return c10::cuda::CUDACachingAllocator::getDeviceStats(device_);
   }
-  c10::cuda::CUDACachingAllocator::Stat Stat() const { return Stats().allocated_bytes[kAggregate]; }
-  int device_;
+  c10::CachingAllocator::Stat Stat() const { return Stats().allocated_bytes[kAggregate]; }
+  c10::DeviceIndex device_;
 };
 #endif
 

@@ -17,7 +17,7 @@ using Clock = std::chrono::steady_clock;
 
 class ProcessGroupSync final : public GradientSync {
  public:
-  ProcessGroupSync(c10::intrusive_ptr<c10d::ProcessGroup> group, c10::Device device, int rank,
+  ProcessGroupSync(c10::intrusive_ptr<c10d::Backend> group, c10::Device device, int rank,
                    int world_size, int64_t bucket_bytes)
       : group_(std::move(group)),
         device_(device),
@@ -102,7 +102,7 @@ class ProcessGroupSync final : public GradientSync {
     stats->bytes += Bytes(tensors[0]);
   }
 
-  c10::intrusive_ptr<c10d::ProcessGroup> group_;
+  c10::intrusive_ptr<c10d::Backend> group_;
   const c10::Device device_;
   const int rank_;
   const int world_size_;
@@ -110,16 +110,16 @@ class ProcessGroupSync final : public GradientSync {
 };
 
 // The backend for the ranks' tensors: NCCL when they are on CUDA, Gloo on CPU.
-StatusOr<c10::intrusive_ptr<c10d::ProcessGroup>> MakeGroup(
+StatusOr<c10::intrusive_ptr<c10d::Backend>> MakeGroup(
     const ProcessGroupConfig& config, const c10::intrusive_ptr<c10d::Store>& store) {
   if (config.device.is_cuda()) {
 #ifdef USE_C10D_NCCL
     // Blocking wait turns a lost peer into an error after config.timeout
     // instead of a hang inside the NCCL kernel.
-    setenv("NCCL_BLOCKING_WAIT", "1", /*overwrite=*/0);
+    setenv("TORCH_NCCL_BLOCKING_WAIT", "1", /*overwrite=*/0);
     auto options = c10d::ProcessGroupNCCL::Options::create();
     options->timeout = config.timeout;
-    return c10::intrusive_ptr<c10d::ProcessGroup>(c10::make_intrusive<c10d::ProcessGroupNCCL>(
+    return c10::intrusive_ptr<c10d::Backend>(c10::make_intrusive<c10d::ProcessGroupNCCL>(
         store, config.rank, config.world_size, options));
 #else
     return Status::FailedPrecondition("device \"" + config.device.str() +
@@ -130,7 +130,7 @@ StatusOr<c10::intrusive_ptr<c10d::ProcessGroup>> MakeGroup(
   auto options = c10d::ProcessGroupGloo::Options::create(config.timeout);
   options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(config.local_address));
   options->threads = 1;
-  return c10::intrusive_ptr<c10d::ProcessGroup>(
+  return c10::intrusive_ptr<c10d::Backend>(
       c10::make_intrusive<c10d::ProcessGroupGloo>(store, config.rank, config.world_size, options));
 }
 
@@ -146,7 +146,7 @@ StatusOr<std::unique_ptr<GradientSync>> ConnectProcessGroup(const ProcessGroupCo
     store_options.timeout = config.timeout;
     auto store = c10::make_intrusive<c10d::TCPStore>(config.rendezvous_host, store_options);
 
-    StatusOr<c10::intrusive_ptr<c10d::ProcessGroup>> group = MakeGroup(config, store);
+    StatusOr<c10::intrusive_ptr<c10d::Backend>> group = MakeGroup(config, store);
     if (!group.ok()) return group.status();
     return std::unique_ptr<GradientSync>(new ProcessGroupSync(
         *std::move(group), config.device, config.rank, config.world_size, config.bucket_bytes));

@@ -1,8 +1,9 @@
 // The trainer owns its CPU thread configuration: LibTorch intra-op threads,
-// inter-op threads and BLAS threads. Oversubscription (OpenMP threads plus
-// OpenBLAS's own threads on the same cores) halves throughput on small
-// machines: the worker gives a rank's cores to one of the two pools, and
-// which one is measured per job (thread_split.h) unless the spec says.
+// inter-op threads and BLAS threads (MKL in PyPI's LibTorch, OpenBLAS in
+// distributions' builds). Oversubscription (OpenMP threads plus a BLAS's own
+// threads on the same cores) halves throughput on small machines: the worker
+// gives a rank's cores to one of the two pools, and which one is measured
+// per job (thread_split.h) unless the spec says.
 #pragma once
 
 #include <string>
@@ -14,8 +15,9 @@ struct ThreadReport {
   int inter_op_threads = 0;
   // -1 when the BLAS offers no way to set or read its thread count.
   int blas_threads = -1;
-  // e.g. "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Haswell MAX_THREADS=64",
-  // or a note that the BLAS could not be identified.
+  // e.g. "Intel(R) oneAPI Math Kernel Library Version 2024.2-Product ...",
+  // "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Haswell MAX_THREADS=64", or a
+  // note that the BLAS could not be identified.
   std::string blas;
 };
 

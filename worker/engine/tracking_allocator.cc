@@ -25,7 +25,7 @@ TrackingCpuAllocator* TrackingCpuAllocator::Install() {
   return allocator;
 }
 
-c10::DataPtr TrackingCpuAllocator::allocate(size_t bytes) const {
+c10::DataPtr TrackingCpuAllocator::allocate(size_t bytes) {
   if (bytes == 0) return {nullptr, nullptr, &Free, c10::Device(c10::DeviceType::CPU)};
   const int64_t limit = limit_.load(std::memory_order_relaxed);
   if (limit > 0 && current_bytes() + static_cast<int64_t>(bytes) > limit) {

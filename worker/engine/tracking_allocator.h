@@ -19,8 +19,11 @@ class TrackingCpuAllocator final : public c10::Allocator {
   // first call (with a priority above the default allocator's).
   static TrackingCpuAllocator* Install();
 
-  c10::DataPtr allocate(size_t bytes) const override;
+  c10::DataPtr allocate(size_t bytes) override;
   c10::DeleterFnPtr raw_deleter() const override { return &Free; }
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    default_copy_data(dest, src, count);
+  }
 
   // Bytes of live tensors allocated through this allocator.
   int64_t current_bytes() const { return current_.load(std::memory_order_relaxed); }

@@ -52,8 +52,11 @@ StatusOr<torch::Device> ParseDevice(const std::string& name) {
 
 Batch ToDevice(Batch batch, const torch::Device& device) {
   if (device.is_cpu()) return batch;
-  return {batch.inputs.to(device, /*non_blocking=*/true),
-          batch.targets.to(device, /*non_blocking=*/true)};
+  // From pinned memory the copy is queued on the stream and the host goes on
+  // to gather the next micro-batch (from pageable memory it would wait). The
+  // caching host allocator keeps each staging block until its copy has run.
+  return {batch.inputs.pin_memory().to(device, /*non_blocking=*/true),
+          batch.targets.pin_memory().to(device, /*non_blocking=*/true)};
 }
 
 WindowScheduleConfig ScheduleOf(const TrainConfig& c, int64_t samples, int64_t micro_batch,
