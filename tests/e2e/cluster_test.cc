@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "accumulus/v1/controller.pb.h"
+#include "tests/support/proto_json.h"
 #include "tests/support/test_cluster.h"
 
 namespace accumulus::testing {
@@ -34,14 +35,6 @@ accumulation_steps: 4
 optimizer: {kind: sgd, lr: 0.01}
 epochs: 30
 )";
-
-template <typename Message>
-Message FromJson(const std::string& line) {
-  Message message;
-  const auto status = google::protobuf::util::JsonStringToMessage(line, &message);
-  EXPECT_TRUE(status.ok()) << status.ToString() << " in: " << line;
-  return message;
-}
 
 // Reads a `watch -o json` stream until an event satisfies `until`; returns
 // it, or an empty event if the stream ended first.

@@ -6,6 +6,7 @@
 #include <signal.h>
 
 #include "accumulus/v1/controller.pb.h"
+#include "tests/support/proto_json.h"
 #include "tests/support/test_cluster.h"
 
 namespace accumulus::testing {
@@ -24,13 +25,6 @@ epochs: )" +
          std::to_string(epochs) + R"(
 collective_timeout_seconds: )" +
          std::to_string(timeout_seconds) + "\n";
-}
-
-template <typename Message>
-Message FromJson(const std::string& line) {
-  Message message;
-  EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(line, &message).ok()) << line;
-  return message;
 }
 
 class MultiWorkerTest : public ::testing::Test {

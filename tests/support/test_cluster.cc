@@ -30,7 +30,12 @@ std::string ReadFile(const std::string& path) {
 
 }  // namespace
 
-std::string BinaryDir() { return ACCUMULUS_BINARY_DIR; }
+std::string BinaryDir() {
+  // The build's own directory, unless the binaries were moved (a bundle run
+  // on a GPU machine: scripts/gpu-check.sh).
+  const char* moved = std::getenv("ACCUMULUS_BINARY_DIR");
+  return moved != nullptr && *moved != '\0' ? moved : ACCUMULUS_BINARY_DIR;
+}
 
 TestCluster::TestCluster() {
   char pattern[] = "/tmp/accumulus-test-XXXXXX";

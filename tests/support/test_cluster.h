@@ -11,7 +11,8 @@
 
 namespace accumulus::testing {
 
-// The directory of the built executables (set by CMake).
+// The directory of the built executables: $ACCUMULUS_BINARY_DIR, or the
+// build's (set by CMake).
 std::string BinaryDir();
 
 struct CliResult {
