@@ -12,6 +12,7 @@
 
 #include "tests/support/engine_test_support.h"
 #include "tests/support/free_port.h"
+#include "worker/engine/dataset.h"
 #include "worker/engine/device_probe.h"
 #include "worker/engine/mlp.h"
 #include "worker/engine/process_group_sync.h"
@@ -86,6 +87,43 @@ TEST(CudaGradientEquivalence, FourMicroBatchesGiveTheGradientOfOneBatchInFp32) {
   const WindowResult result = window.FinishWindow();
   EXPECT_EQ(result.loss_items, 96);
   EXPECT_LE(MaxRelativeDifference(Gradients(*model), expected), 1e-6);
+}
+
+// Inside a window the host never waits for the GPU: micro-batches go over
+// from pinned memory, the loss and the item counts stay on the device. CUDA's
+// sync debug mode turns any synchronizing call into an error; the window's
+// end (which reads the counts once) runs outside it.
+TEST(CudaWindow, TheHostNeverWaitsForTheGpuInsideAWindow) {
+  REQUIRE_CUDA_DEVICES(1);
+  torch::manual_seed(2);
+  Mlp model(20, std::vector<int64_t>{64}, 5);
+  model->to(kGpu);
+  const torch::Tensor x = torch::randn({128, 20});  // on the host, as a data set is
+  const torch::Tensor y = torch::randint(0, 5, {128});
+  WindowAccumulator window(
+      model->parameters(), [&](const torch::Tensor& in) { return model(in); },
+      LossKind::kCrossEntropy, Normalization::kExact, /*nominal_microbatches=*/4,
+      /*max_grad_norm=*/1.0);
+  auto add_micro_batches = [&] {
+    for (int64_t b = 0; b < 128; b += 32) {
+      window.AddMicroBatch(ToDevice({x.slice(0, b, b + 32), y.slice(0, b, b + 32)}, kGpu));
+    }
+  };
+  add_micro_batches();  // first window: cuBLAS handles, allocator blocks
+  window.FinishWindow();
+
+  c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_ERROR);
+  std::string error;
+  try {
+    add_micro_batches();
+  } catch (const c10::Error& e) {
+    error = e.what_without_backtrace();
+  }
+  c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_DISABLED);
+  EXPECT_EQ(error, "") << "a synchronizing call inside the window";
+  const WindowResult result = window.FinishWindow();
+  EXPECT_EQ(result.loss_items, 128);
+  EXPECT_EQ(result.microbatches, 4);
 }
 
 TEST(CudaGradientEquivalence, AJobOnTheGpuEndsWhereTheSameJobOnTheCpuEnds) {

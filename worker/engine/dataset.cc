@@ -101,4 +101,13 @@ StatusOr<std::unique_ptr<Dataset>> MakeSyntheticDataset(const DataConfig& config
   return Status::InvalidArgument("data.task \"" + config.task + "\" is not a synthetic task");
 }
 
+Batch ToDevice(Batch batch, const torch::Device& device) {
+  if (device.is_cpu()) return batch;
+  // From pinned memory the copy is queued on the stream and the host goes on
+  // to gather the next micro-batch (from pageable memory it would wait). The
+  // caching host allocator keeps each staging block until its copy has run.
+  return {batch.inputs.pin_memory().to(device, /*non_blocking=*/true),
+          batch.targets.pin_memory().to(device, /*non_blocking=*/true)};
+}
+
 }  // namespace accumulus::engine

@@ -16,6 +16,10 @@ struct Batch {
   torch::Tensor targets;
 };
 
+// `batch` on `device`. A copy to a GPU is queued from pinned memory and
+// returns at once: the host never waits for it inside a window.
+Batch ToDevice(Batch batch, const torch::Device& device);
+
 // The label that marks a position no loss is computed for (padding), as
 // torch.nn.CrossEntropyLoss's ignore_index.
 constexpr int64_t kIgnoreIndex = -100;

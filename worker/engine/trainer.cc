@@ -50,15 +50,6 @@ StatusOr<torch::Device> ParseDevice(const std::string& name) {
   }
 }
 
-Batch ToDevice(Batch batch, const torch::Device& device) {
-  if (device.is_cpu()) return batch;
-  // From pinned memory the copy is queued on the stream and the host goes on
-  // to gather the next micro-batch (from pageable memory it would wait). The
-  // caching host allocator keeps each staging block until its copy has run.
-  return {batch.inputs.pin_memory().to(device, /*non_blocking=*/true),
-          batch.targets.pin_memory().to(device, /*non_blocking=*/true)};
-}
-
 WindowScheduleConfig ScheduleOf(const TrainConfig& c, int64_t samples, int64_t micro_batch,
                                 int64_t accumulation_steps) {
   WindowScheduleConfig schedule;
@@ -190,7 +181,7 @@ void ChooseThreadSplit(const TrainConfig& config, const TrainingState& resumed, 
                        RunReport* run) {
   const bool measures = config.measure_thread_split_cores > 0 && device.is_cpu();
   const std::vector<ThreadSplit> candidates =
-      measures ? CandidateThreadSplits(config.measure_thread_split_cores)
+      measures ? CandidateThreadSplits(config.measure_thread_split_cores, BlasSharesIntraOpPool())
                : std::vector<ThreadSplit>();
   auto is_candidate = [&](const ThreadSplit& s) {
     return std::find(candidates.begin(), candidates.end(), s) != candidates.end();
