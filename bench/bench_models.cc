@@ -15,46 +15,6 @@
 
 namespace accumulus::engine {
 
-TrainConfig ModelUnderTest(const std::string& kind) {
-  TrainConfig c;
-  c.model.kind = kind;
-  c.data.samples = kGlobalBatch;
-  c.data.seed = 1;
-  if (kind == "mlp") {  // 784-1024-1024-10
-    c.model.hidden = {1024, 1024};
-    c.data.features = 784;
-    c.data.outputs = 10;
-  } else if (kind == "cnn") {  // two conv + BatchNorm blocks on 3×32×32
-    c.model.hidden = {16, 32};
-    c.data.task = "image_classification";
-    c.data.channels = 3;
-    c.data.image_size = 32;
-    c.data.outputs = 10;
-  } else {  // charlm: 2 layers, d_model 128, 4 heads, sequences of 128
-    c.model.d_model = 128;
-    c.model.heads = 4;
-    c.model.layers = 2;
-    c.data.task = "language_modeling";
-    c.data.sequence_length = 128;
-    c.data.min_sequence_length = 128;
-  }
-  return c;
-}
-
-Workload MakeWorkload(const TrainConfig& config, int64_t micro) {
-  TrackingCpuAllocator::Install();
-  Workload w;
-  w.data = *MakeDataset(config.data);
-  torch::manual_seed(0);
-  w.model = *BuildModel(config.model, w.data->shape());
-  w.optimizer = std::make_unique<torch::optim::SGD>(w.model->Parameters(),
-                                                    torch::optim::SGDOptions(0.01).momentum(0.9));
-  for (int64_t b = 0; b < kGlobalBatch; b += micro) {
-    w.micro_batches.push_back(w.data->Gather(torch::arange(b, b + micro)));
-  }
-  return w;
-}
-
 ThreadSplit UseAccumulusThreadSplit(benchmark::State& state, const std::string& kind,
                                     int64_t micro) {
   static std::map<std::pair<std::string, int64_t>, ThreadSplit> measured;
@@ -77,7 +37,7 @@ ThreadSplit UseAccumulusThreadSplit(benchmark::State& state, const std::string& 
         LossOf(c.model.loss, c.data.task), Normalization::kExact, kGlobalBatch / micro, 0);
     const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     const std::vector<ThreadTrial> trials = MeasureThreadSplitsOn(
-        CandidateThreadSplits(cores), *w.model, window, w.micro_batches.front());
+        CandidateThreadSplits(cores, BlasSharesIntraOpPool()), *w.model, window, w.micro_batches.front());
     found = measured.emplace(std::make_pair(kind, micro), Fastest(trials)).first;
   }
   const ThreadSplit split = found->second;

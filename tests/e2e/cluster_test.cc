@@ -10,6 +10,8 @@
 #include "accumulus/v1/controller.pb.h"
 #include "tests/support/proto_json.h"
 #include "tests/support/test_cluster.h"
+#include "worker/engine/thread_setup.h"
+#include "worker/engine/thread_split.h"
 
 namespace accumulus::testing {
 namespace {
@@ -230,17 +232,19 @@ TEST(RankThreads, WithNothingGivenTheRankMeasuresItsSplitAndReportsIt) {
     saw_runtime = true;
     const v1::RuntimeInfo& runtime = event.runtime();
     EXPECT_EQ(runtime.threads_source(), "measured");
-    ASSERT_EQ(runtime.thread_trials_size(), 2);
-    EXPECT_EQ(runtime.thread_trials(0).intra_op_threads(), cores);
-    EXPECT_EQ(runtime.thread_trials(0).blas_threads(), 1);
-    EXPECT_EQ(runtime.thread_trials(1).intra_op_threads(), 1);
-    EXPECT_EQ(runtime.thread_trials(1).blas_threads(), cores);
-    const v1::ThreadTrial& faster = runtime.thread_trials(0).samples_per_second() >=
-                                            runtime.thread_trials(1).samples_per_second()
-                                        ? runtime.thread_trials(0)
-                                        : runtime.thread_trials(1);
-    EXPECT_EQ(runtime.intra_op_threads(), faster.intra_op_threads());
-    EXPECT_EQ(runtime.blas_threads(), faster.blas_threads());
+    const std::vector<engine::ThreadSplit> candidates =
+        engine::CandidateThreadSplits(cores, engine::BlasSharesIntraOpPool());
+    ASSERT_EQ(runtime.thread_trials_size(), static_cast<int>(candidates.size()));
+    const v1::ThreadTrial* faster = &runtime.thread_trials(0);
+    for (int t = 0; t < runtime.thread_trials_size(); ++t) {
+      EXPECT_EQ(runtime.thread_trials(t).intra_op_threads(), candidates[t].intra_op) << t;
+      EXPECT_EQ(runtime.thread_trials(t).blas_threads(), candidates[t].blas) << t;
+      if (runtime.thread_trials(t).samples_per_second() > faster->samples_per_second()) {
+        faster = &runtime.thread_trials(t);
+      }
+    }
+    EXPECT_EQ(runtime.intra_op_threads(), faster->intra_op_threads());
+    EXPECT_EQ(runtime.blas_threads(), faster->blas_threads());
   }
   EXPECT_TRUE(saw_runtime);
 
@@ -256,7 +260,9 @@ TEST(RankThreads, WithNothingGivenTheRankMeasuresItsSplitAndReportsIt) {
   ASSERT_EQ(get.exit_code, 0) << get.stderr_text;
   const v1::Job job = FromJson<v1::Job>(get.lines.at(0));
   EXPECT_EQ(job.runtime().threads_source(), "measured");
-  EXPECT_EQ(job.runtime().thread_trials_size(), 2);
+  EXPECT_EQ(job.runtime().thread_trials_size(),
+            static_cast<int>(engine::CandidateThreadSplits(cores, engine::BlasSharesIntraOpPool())
+                                 .size()));
   CliResult get_text = cluster.Cli({"get", id});
   ASSERT_EQ(get_text.exit_code, 0) << get_text.stderr_text;
   std::string shown;

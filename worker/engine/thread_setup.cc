@@ -63,6 +63,8 @@ ThreadReport ConfigureThreads(int intra_op_threads, int blas_threads) {
   return SetThreadCounts(intra_op_threads, blas_threads);
 }
 
+bool BlasSharesIntraOpPool() { return LookUp<void*>("mkl_get_max_threads") != nullptr; }
+
 ThreadReport SetThreadCounts(int intra_op_threads, int blas_threads) {
   if (intra_op_threads > 0) at::set_num_threads(intra_op_threads);
 

@@ -29,4 +29,9 @@ ThreadReport ConfigureThreads(int intra_op_threads, int blas_threads);
 // pools resize between ops), as ConfigureThreads does.
 ThreadReport SetThreadCounts(int intra_op_threads, int blas_threads);
 
+// Whether the BLAS runs on LibTorch's intra-op OpenMP threads (MKL) rather
+// than threads of its own (OpenBLAS), so that giving every core to both
+// cannot oversubscribe them.
+bool BlasSharesIntraOpPool();
+
 }  // namespace accumulus::engine

@@ -16,9 +16,11 @@ double SecondsSince(Clock::time_point start) {
 
 }  // namespace
 
-std::vector<ThreadSplit> CandidateThreadSplits(int cores) {
+std::vector<ThreadSplit> CandidateThreadSplits(int cores, bool shared_pool) {
   if (cores <= 1) return {{1, 1}};
-  return {{cores, 1}, {1, cores}};
+  std::vector<ThreadSplit> candidates{{cores, 1}, {1, cores}};
+  if (shared_pool) candidates.push_back({cores, cores});
+  return candidates;
 }
 
 std::vector<ThreadTrial> MeasureThreadSplits(const std::vector<ThreadSplit>& candidates,

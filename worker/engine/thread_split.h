@@ -3,10 +3,14 @@
 //
 // No fixed rule wins: a GEMM runs on the BLAS's threads only (LibTorch calls
 // sgemm once per matmul), while convolutions, normalization and elementwise
-// ops run on the intra-op pool. Measured on 2 cores (bench/README.md): the
-// mlp at micro 256 runs 1.8x faster with the cores given to the BLAS, the cnn
-// 1.7x faster with them given to LibTorch, and both pools busy at once
-// oversubscribe the cores (up to 7x slower: the mlp at micro 4).
+// ops run on the intra-op pool. Measured on 2 cores with OpenBLAS, whose
+// threads are its own (bench/README.md): the mlp at micro 256 ran 1.8x
+// faster with the cores given to the BLAS, the cnn 1.7x faster with them
+// given to LibTorch, and both pools busy at once oversubscribed the cores
+// (up to 7x slower: the mlp at micro 4). MKL in PyPI's LibTorch runs on
+// LibTorch's own OpenMP threads, so every core to both cannot oversubscribe
+// and is a candidate too; measured, it is the fastest or within noise of it
+// on every model and split.
 #pragma once
 
 #include <cstdint>
@@ -27,9 +31,10 @@ struct ThreadTrial {
 };
 
 // The splits worth measuring for a rank that owns `cores` cores: every core
-// to the intra-op pool and one BLAS thread, or the reverse (one split when
-// there is one core).
-std::vector<ThreadSplit> CandidateThreadSplits(int cores);
+// to the intra-op pool and one BLAS thread, the reverse, and, where the BLAS
+// runs on the intra-op pool's threads (`shared_pool`: MKL), every core to
+// both (one split when there is one core).
+std::vector<ThreadSplit> CandidateThreadSplits(int cores, bool shared_pool);
 
 // Runs `pass` (forward and backward of `samples` samples) under each
 // candidate, the candidates taking turns for `rounds` rounds: in each, an
