@@ -6,10 +6,10 @@ Usage: compare.py BENCH_JSON BIN_DIR COMMIT OUT_PREFIX
 BENCH_JSON is accumulus_engine_bench's Google Benchmark output (the engine's
 window, the plain-LibTorch textbook loop and the matmul ceiling). This script
 adds, for the same models and splits: the textbook loop in Python PyTorch
-(Debian's python3-torch, the same LibTorch) with accumulus's thread and BLAS
-settings, with a fresh Debian machine's defaults (the reference BLAS that
-python3-torch pulls in, PyTorch's default threads) and with OpenBLAS
-installed but default threads; and whole accumulus jobs run through a real
+(the torch whose LibTorch the engine links, PyPI's 2.11 with MKL: run this
+script with that environment's python) with accumulus's thread and BLAS
+settings and with PyTorch's defaults (as a user's fresh install runs it);
+and whole accumulus jobs run through a real
 controller and worker, with what the orchestration costs per step. Writes
 OUT_PREFIX.json and OUT_PREFIX.md.
 """
@@ -41,16 +41,11 @@ MIN_WINDOWS = 3
 # drifted apart on this shared machine (sustained load runs slower here
 # than the engine bench's half-second repetitions).
 PAIRED_SWEEPS = 3
-# Under the reference BLAS a charlm window takes tens of seconds.
-FRESH_WINDOWS = {"mlp": 3, "cnn": 3, "charlm": 1}
 # Whole jobs: enough steps that the job's start (processes, LibTorch, the
 # thread-split measurement) is small against the control plane's per-step work.
 JOB_WINDOWS = {"mlp": 150, "cnn": 60, "charlm": 4}
-# Where Debian's libblas3 (the reference BLAS) lives: what libblas.so.3 is on
-# a fresh machine, before an optimized BLAS takes over the alternative.
-REFERENCE_BLAS_DIR = "/usr/lib/x86_64-linux-gnu/blas"
 PEER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "peers", "textbook_loop.py")
-PYTHON = "/usr/bin/python3"  # Debian's, with python3-torch
+PYTHON = sys.executable  # the environment whose torch the engine links
 
 # The job spec of each model, the data shaped as in the benchmarks.
 SPECS = {
@@ -104,16 +99,13 @@ def engine_paired(bin_dir, model, micro, split):
 
 
 def python_peer(model, micro, settings, split=None, windows=MIN_WINDOWS):
-    """settings: "accumulus" (its threads `split` and allocator settings),
-    "fresh" (a fresh Debian machine: reference BLAS, default threads) or
-    "openblas" (OpenBLAS installed, default threads)."""
+    """settings: "accumulus" (its threads `split` and allocator settings) or
+    "fresh" (PyTorch's defaults, as a fresh install runs it)."""
     # Defaults get a clean environment: no thread or allocator settings
     # (run.sh exports accumulus's allocator settings).
     env = {k: v for k, v in os.environ.items()
            if k not in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                         "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_")}
-    if settings == "fresh":
-        windows = FRESH_WINDOWS[model]
     args = [PYTHON, PEER, model, str(micro), "--windows", str(windows)]
     if settings == "accumulus":
         intra_op, blas = split
@@ -121,8 +113,6 @@ def python_peer(model, micro, settings, split=None, windows=MIN_WINDOWS):
                    MKL_NUM_THREADS=str(blas),
                    MALLOC_MMAP_THRESHOLD_="4294967296", MALLOC_TRIM_THRESHOLD_="4294967296")
         args += ["--threads", str(intra_op)]
-    elif settings == "fresh":
-        env["LD_LIBRARY_PATH"] = REFERENCE_BLAS_DIR
     line = subprocess.run(args, env=env, check=True, capture_output=True, text=True).stdout
     return json.loads(line.strip().splitlines()[-1])["samples_per_second"]
 
@@ -252,9 +242,8 @@ def main(bench_json, bin_dir, commit, prefix):
                 row["python_same_settings_runs"] = paired[(model, micro, "python")]
                 row["python_same_settings"] = statistics.median(row["python_same_settings_runs"])
                 row["engine_per_python_same"] = paired_ratio(row)
-                row["python_fresh_machine"] = python_peer(model, micro, "fresh")
-                row["python_openblas_default_threads"] = python_peer(
-                    model, micro, "openblas", windows=peer_windows(row["engine"]))
+                row["python_fresh_machine"] = python_peer(
+                    model, micro, "fresh", windows=peer_windows(row["engine"]))
                 row["job"] = cluster.run_job(model, micro, JOB_WINDOWS[model])
                 # One step report per window, against the window's time.
                 row["metrics_overhead"] = engine["metrics_seconds"] * row["engine"] / GLOBAL
@@ -294,17 +283,16 @@ def markdown(r):
         "- accumulus settings: the thread split each trainer measures for its model and "
         "micro-batch (threads column: intra-op + BLAS), one inter-op thread, its allocator "
         "settings. The peers: the textbook loop (loss / k, backward, step every k) in plain "
-        "LibTorch C++ and in Python PyTorch (Debian python3-torch, the same LibTorch) with "
-        "exactly those settings; Python PyTorch as a fresh Debian machine runs it (the "
-        "reference BLAS python3-torch pulls in, default threads); and with OpenBLAS "
-        "installed but default threads.",
+        "LibTorch C++ and in Python PyTorch (the same torch 2.11 and MKL) with "
+        "exactly those settings; and Python PyTorch with its defaults, as a fresh install "
+        "runs it.",
         "- engine and LibTorch loop: the engine bench (medians of 5 repetitions interleaved "
         "at random). Engine paired and Python same: %d sweeps over all configurations, each "
         "an engine run (a fresh process on the same split) and a Python run of about %g s "
         "back to back, medians; ÷ Python same is the median of the pairs' ratios. "
-        "÷ Python fresh and ÷ Python OpenBLAS defaults divide engine paired by one run at "
-        "another time: the machine's speed moves between sweeps (see the paired runs in the "
-        "JSON), so these two are indicative." % (PAIRED_SWEEPS, PEER_SECONDS),
+        "÷ Python fresh divides engine paired by one run at another time: the machine's "
+        "speed moves between sweeps (see the paired runs in the JSON), so it is "
+        "indicative." % (PAIRED_SWEEPS, PEER_SECONDS),
         "- job: whole accumulus jobs through a controller and a worker, step event to step "
         "event; orchestration = time between windows (the step's report) + the controller's "
         "and worker's CPU per step, as a share of the step; step → watcher: from the trainer "
@@ -314,23 +302,20 @@ def markdown(r):
         "samples/s, and accumulus engine ÷ peer:",
         "",
         "| model | micro × k | threads | engine | LibTorch loop | engine paired | Python same | "
-        "Python fresh machine | Python OpenBLAS defaults | ÷ LibTorch | ÷ Python same | "
-        "÷ Python fresh | ÷ Python OpenBLAS defaults |",
-        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "Python defaults | ÷ LibTorch | ÷ Python same | ÷ Python defaults |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for row in r["rows"]:
         e = row["engine"]
         lines.append(
-            "| %s | %d × %d | %d + %d | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.2f× | %.2f× | "
-            "%.1f× | %.2f× |" % (
+            "| %s | %d × %d | %d + %d | %.0f | %.0f | %.0f | %.0f | %.0f | %.2f× | %.2f× | "
+            "%.2f× |" % (
                 row["model"], row["micro"], row["accumulation"], row["threads"]["intra_op"],
                 row["threads"]["blas"], e, row["libtorch_textbook"], row["engine_paired"],
                 row["python_same_settings"], row["python_fresh_machine"],
-                row["python_openblas_default_threads"],
                 ratio(e, row["libtorch_textbook"]),
                 row["engine_per_python_same"],
-                ratio(row["engine_paired"], row["python_fresh_machine"]),
-                ratio(row["engine_paired"], row["python_openblas_default_threads"])))
+                ratio(row["engine_paired"], row["python_fresh_machine"])))
     lines += [
         "",
         "Orchestration and metrics, per step:",

@@ -2,11 +2,11 @@
 # Builds and runs the benchmarks; writes JSON and a Markdown summary to
 # bench/results/ with the machine, commit, threads and date.
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/common.sh"
-install_packages
+install_all
 BUILD_DIR="${ACCUMULUS_BENCH_BUILD_DIR:-$ROOT/build-bench}"
 mkdir -p "$BUILD_DIR"
 cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DACCUMULUS_BUILD_TESTS=OFF \
-  -DACCUMULUS_BUILD_BENCH=ON > "$BUILD_DIR/configure.log"
+  -DACCUMULUS_BUILD_BENCH=ON -DACCUMULUS_PYTHON="$PYTHON" > "$BUILD_DIR/configure.log"
 cmake --build "$BUILD_DIR" -j2 --target accumulus_engine_bench accumulus_streaming_bench accumulus \
   accumulus-controller accumulus-worker accumulus-trainer
 
@@ -22,18 +22,18 @@ json="$RESULTS/engine-split-$stamp.json"
 # machine spreads over all of them instead of favouring whichever ran first.
 "$BUILD_DIR/bin/accumulus_engine_bench" --benchmark_repetitions=5 \
   --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true --benchmark_out="$json" --benchmark_out_format=json
-python3 "$ROOT/bench/split_report.py" "$json" "$(git -C "$ROOT" rev-parse --short HEAD)" \
+"$PYTHON" "$ROOT/bench/split_report.py" "$json" "$(git -C "$ROOT" rev-parse --short HEAD)" \
   > "$RESULTS/engine-split-$stamp.md"
 cat "$RESULTS/engine-split-$stamp.md"
 
 # Against the peers (Python and plain LibTorch loops, whole jobs through a
 # worker): ratios in one run.
-python3 "$ROOT/bench/compare.py" "$json" "$BUILD_DIR/bin" "$(git -C "$ROOT" rev-parse --short HEAD)" \
+"$PYTHON" "$ROOT/bench/compare.py" "$json" "$BUILD_DIR/bin" "$(git -C "$ROOT" rev-parse --short HEAD)" \
   "$RESULTS/peers-$stamp"
 cat "$RESULTS/peers-$stamp.md"
 
 # Controller streaming against a bare gRPC echo.
 "$BUILD_DIR/bin/accumulus_streaming_bench" "$RESULTS/streaming-$stamp.json" > /dev/null
-python3 "$ROOT/bench/streaming_report.py" "$RESULTS/streaming-$stamp.json" \
+"$PYTHON" "$ROOT/bench/streaming_report.py" "$RESULTS/streaming-$stamp.json" \
   "$(git -C "$ROOT" rev-parse --short HEAD)" > "$RESULTS/streaming-$stamp.md"
 cat "$RESULTS/streaming-$stamp.md"

@@ -1,0 +1,52 @@
+#!/usr/bin/env python3
+"""The GPU bench as Markdown: engine against the Python textbook loop on the
+same GPU, per model, precision and split, with each loop's window peak.
+
+  gpu_report.py ENGINE.jsonl PYTHON.jsonl > gpu-bench.md
+
+Targets (issue 13): at micro-batch <= 16 the engine at >= 1.3x the Python
+loop (small micro-batches are launch-bound, which a C++ loop removes); at
+256x1 >= 1.0x.
+"""
+import json
+import sys
+
+
+def load(path):
+    rows = {}
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if line.startswith("{"):
+                r = json.loads(line)
+                rows[(r["model"], r["precision"], r["micro"])] = r
+    return rows
+
+
+def target(micro):
+    if micro <= 16:
+        return 1.3
+    return 1.0 if micro == 256 else None
+
+
+def main():
+    engine, python = load(sys.argv[1]), load(sys.argv[2])
+    gpu = next(iter(engine.values()), {}).get("gpu", "unknown GPU")
+    print(f"# GPU bench: {gpu}, torch {next(iter(engine.values()), {}).get('torch', '?')}\n")
+    print("| model | precision | split | engine samples/s | Python samples/s | engine ÷ Python "
+          "| target | engine peak MiB | Python peak MiB |")
+    print("| --- | --- | --- | ---: | ---: | ---: | --- | ---: | ---: |")
+    for key in sorted(engine, key=lambda k: (k[0], k[1], -k[2])):
+        e, p = engine[key], python.get(key)
+        ratio = e["samples_per_second"] / p["samples_per_second"] if p else None
+        t = target(key[2])
+        verdict = "" if t is None or ratio is None else (f"≥ {t} {'met' if ratio >= t else 'MISSED'}")
+        print(f"| {key[0]} | {key[1]} | {key[2]}×{256 // key[2]} | {e['samples_per_second']:.0f} "
+              f"| {p['samples_per_second']:.0f} | {ratio:.2f} | {verdict} "
+              f"| {e['window_peak_bytes'] / 2**20:.1f} | {p['window_peak_bytes'] / 2**20:.1f} |"
+              if p else f"| {key[0]} | {key[1]} | {key[2]}×{256 // key[2]} | "
+              f"{e['samples_per_second']:.0f} | – | – | | {e['window_peak_bytes'] / 2**20:.1f} | – |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,103 @@
+// The engine's accumulation window on a GPU: samples/s and the window's peak
+// of allocated CUDA memory for mlp, cnn and charlm at global batch 256 split
+// 256×1, 64×4, 16×16 and 4×64, in fp32 and under bf16 autocast. The data
+// lives on the GPU, as in the Python peer (bench/peers/textbook_loop.py
+// --device cuda), so both time the same work: forward, backward, the
+// window's normalization and the optimizer step, to the end of the GPU's
+// work. Standalone (no Google Benchmark) so that it also builds on a GPU
+// machine that has nothing but LibTorch.
+//
+//   accumulus_gpu_bench [WINDOWS]   one JSON line per configuration on stdout
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "bench/bench_workload.h"
+#include "worker/engine/autocast_scope.h"
+#include "worker/engine/device_probe.h"
+#include "worker/engine/loss.h"
+#include "worker/engine/window_accumulator.h"
+
+namespace accumulus::engine {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Measurement {
+  double samples_per_second = 0;
+  int64_t window_peak_bytes = 0;
+};
+
+Measurement MeasureSplit(const std::string& kind, int64_t micro, Precision precision,
+                         int windows) {
+  const torch::Device gpu(torch::kCUDA, 0);
+  const TrainConfig c = ModelUnderTest(kind);
+  Workload w = MakeWorkload(c, micro, gpu);
+  WindowAccumulator window(
+      w.model->Parameters(), [&](const torch::Tensor& in) { return w.model->Forward(in); },
+      LossOf(c.model.loss, c.data.task), Normalization::kExact, kGlobalBatch / micro, 0);
+  window.set_precision(precision, torch::kCUDA);
+  auto run_window = [&] {
+    for (const Batch& b : w.micro_batches) window.AddMicroBatch(b);
+    window.FinishWindow();
+    w.optimizer->step();
+    w.model->ZeroGrad();
+  };
+  for (int i = 0; i < 3; ++i) run_window();  // optimizer state, cuDNN and allocator warm-up
+  torch::cuda::synchronize();
+
+  Measurement m;
+  const auto start = Clock::now();
+  for (int i = 0; i < windows; ++i) {
+    c10::cuda::CUDACachingAllocator::resetPeakStats(0);
+    run_window();
+    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(0);
+    const auto aggregate = static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE);
+    m.window_peak_bytes = std::max(m.window_peak_bytes, stats.allocated_bytes[aggregate].peak);
+  }
+  torch::cuda::synchronize();
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  m.samples_per_second = windows * kGlobalBatch / seconds;
+  return m;
+}
+
+int Run(int windows) {
+  const std::vector<CudaDevice> gpus = ProbeCudaDevices();
+  if (gpus.empty()) {
+    std::fprintf(stderr, "accumulus_gpu_bench: no CUDA device visible\n");
+    return 1;
+  }
+  for (const std::string kind : {"mlp", "cnn", "charlm"}) {
+    for (const Precision precision : {Precision::kFp32, Precision::kBf16}) {
+      for (const int64_t micro : {256, 64, 16, 4}) {
+        const Measurement m = MeasureSplit(kind, micro, precision, windows);
+        std::printf(
+            "{\"peer\": \"engine\", \"model\": \"%s\", \"micro\": %lld, \"accumulation\": %lld, "
+            "\"precision\": \"%s\", \"gpu\": \"%s\", \"torch\": \"%s\", "
+            "\"samples_per_second\": %.3f, \"window_peak_bytes\": %lld}\n",
+            kind.c_str(), static_cast<long long>(micro),
+            static_cast<long long>(kGlobalBatch / micro),
+            precision == Precision::kBf16 ? "bf16" : "fp32", gpus[0].name.c_str(),
+            TORCH_VERSION, m.samples_per_second, static_cast<long long>(m.window_peak_bytes));
+        std::fflush(stdout);
+      }
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace accumulus::engine
+
+int main(int argc, char** argv) {
+  const int windows = argc > 1 ? std::atoi(argv[1]) : 20;
+  if (windows < 1) {
+    std::fprintf(stderr, "usage: accumulus_gpu_bench [WINDOWS >= 1]\n");
+    return 2;
+  }
+  return accumulus::engine::Run(windows);
+}
