@@ -34,8 +34,8 @@ export LD_LIBRARY_PATH="$BUNDLE/lib:$site/torch/lib:$nvidia_libs${LD_LIBRARY_PAT
 
 {
   nvidia-smi
-  "$PYTHON" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda,
-    "devices", torch.cuda.device_count(), torch.cuda.get_device_name(0))'
+  "$PYTHON" -c 'import torch; n = torch.cuda.device_count(); print("torch", torch.__version__,
+    "cuda", torch.version.cuda, "devices", n, torch.cuda.get_device_name(0) if n else "")'
   ldd --version | head -1
   echo "bundle needs $(cat "$BUNDLE/glibc-needed" 2> /dev/null)"
   echo "nproc $(nproc)"

@@ -288,7 +288,12 @@ TEST(CudaDeviceProbe, ReportsEveryGpuWithItsModelAndMemory) {
     ASSERT_EQ(cudaSetDevice(d.index), cudaSuccess);
     size_t free_bytes = 0, total_bytes = 0;
     ASSERT_EQ(cudaMemGetInfo(&free_bytes, &total_bytes), cudaSuccess);
-    EXPECT_EQ(d.memory_bytes, static_cast<int64_t>(total_bytes)) << d.name;
+    // Two views of one number (the device's properties and the driver's
+    // count); 1% leaves room for a driver that reserves some of it.
+    EXPECT_NEAR(static_cast<double>(d.memory_bytes), static_cast<double>(total_bytes),
+                0.01 * static_cast<double>(total_bytes))
+        << d.name;
+    EXPECT_GT(d.memory_bytes, int64_t{1} << 30) << d.name;
     EXPECT_FALSE(d.name.empty());
     EXPECT_EQ(d.name.rfind("cuda:", 0), std::string::npos) << "the model, not the device string";
   }
