@@ -8,6 +8,12 @@ StatusOr<std::unique_ptr<Controller>> Controller::Start(const ControllerOptions&
   std::unique_ptr<Controller> c(new Controller());
   c->metrics_ = std::make_unique<ControllerMetrics>(&c->registry_);
   if (!options.state_db.empty()) {
+    // Before the store is read: a second controller must not even recover
+    // the jobs (it would place them too).
+    StatusOr<std::unique_ptr<StateLock>> lock =
+        StateLock::Acquire(StateLock::PathFor(options.state_db));
+    if (!lock.ok()) return lock.status();
+    c->state_lock_ = std::move(*lock);
     StatusOr<std::unique_ptr<JobStore>> store = JobStore::Open(options.state_db);
     if (!store.ok()) return store.status();
     c->store_ = std::move(*store);

@@ -18,6 +18,7 @@
 #include "server/controller_service.h"
 #include "server/job_manager.h"
 #include "server/job_store.h"
+#include "server/state_lock.h"
 #include "server/worker_link_service.h"
 
 namespace accumulus::server {
@@ -52,6 +53,8 @@ class Controller {
  private:
   Controller() = default;
 
+  // First, so it is released last: held while anything may write the state.
+  std::unique_ptr<StateLock> state_lock_;
   metrics::Registry registry_;
   std::unique_ptr<ControllerMetrics> metrics_;
   std::unique_ptr<JobManager> jobs_;
