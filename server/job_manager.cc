@@ -242,17 +242,27 @@ void JobManager::Expire() {
 
 void JobManager::PruneFinishedLocked() {
   if (keep_finished_ <= 0 || static_cast<int64_t>(finished_.size()) <= keep_finished_) return;
-  while (static_cast<int64_t>(finished_.size()) > keep_finished_) {
-    const std::string id = finished_.front();
-    finished_.pop_front();
-    auto it = jobs_.find(id);
-    if (it == jobs_.end()) continue;
-    metrics_->jobs->WithLabels({StateLabel(it->second.job.state())})->Decrement();
-    jobs_.erase(it);  // a watcher still streaming holds the log itself
+  std::vector<std::string> pruned;
+  // Candidates: all but the newest keep_finished_.
+  int64_t older = static_cast<int64_t>(finished_.size()) - keep_finished_;
+  for (auto it = finished_.begin(); it != finished_.end() && older-- > 0;) {
+    auto job = jobs_.find(*it);
+    // A job whose ranks are still stopping holds their slots: it stays until
+    // they report (or are lost), or its slots would stay held for ever.
+    if (job != jobs_.end() && !job->second.slots.empty()) {
+      ++it;
+      continue;
+    }
+    const std::string id = *it;
+    it = finished_.erase(it);
+    if (job == jobs_.end()) continue;
+    metrics_->jobs->WithLabels({StateLabel(job->second.job.state())})->Decrement();
+    jobs_.erase(job);  // a watcher still streaming holds the log itself
     job_order_.erase(std::remove(job_order_.begin(), job_order_.end(), id), job_order_.end());
+    pruned.push_back(id);
   }
   if (store_ != nullptr) {
-    if (Status s = store_->PruneFinished(static_cast<int>(keep_finished_)); !s.ok()) {
+    if (Status s = store_->Delete(pruned); !s.ok()) {
       metrics_->store_errors->Increment();
       spdlog::error("{}", s.message());
     }

@@ -198,13 +198,26 @@ StatusOr<std::vector<JobStore::StoredJob>> JobStore::Load() {
   return out;
 }
 
-Status JobStore::PruneFinished(int keep) {
-  Statement prune(db_,
-                  "DELETE FROM jobs WHERE finished = 1 AND id NOT IN "
-                  "(SELECT id FROM jobs WHERE finished = 1 ORDER BY number DESC LIMIT ?1)");
-  prune.Bind(1, static_cast<int64_t>(keep));
-  if (!prune.ok() || sqlite3_step(prune.get()) != SQLITE_DONE) return Error("pruning jobs");
-  return Exec("DELETE FROM events WHERE job_id NOT IN (SELECT id FROM jobs)");
+Status JobStore::Delete(const std::vector<std::string>& job_ids) {
+  if (job_ids.empty()) return Status::Ok();
+  if (!Run(Prepared("BEGIN"))) return Error("deleting jobs: BEGIN");
+  sqlite3_stmt* events = Prepared("DELETE FROM events WHERE job_id = ?1");
+  sqlite3_stmt* jobs = Prepared("DELETE FROM jobs WHERE id = ?1");
+  bool ok = events != nullptr && jobs != nullptr;
+  for (size_t i = 0; ok && i < job_ids.size(); ++i) {
+    const std::string& id = job_ids[i];
+    for (sqlite3_stmt* statement : {events, jobs}) {
+      sqlite3_bind_text(statement, 1, id.data(), static_cast<int>(id.size()), SQLITE_STATIC);
+      ok = ok && Run(statement);
+    }
+  }
+  if (!ok) {
+    const Status error = Error("deleting job " + job_ids.front() + " and others");
+    (void)Run(Prepared("ROLLBACK"));
+    return error;
+  }
+  if (!Run(Prepared("COMMIT"))) return Error("deleting jobs: COMMIT");
+  return Status::Ok();
 }
 
 }  // namespace accumulus::server

@@ -41,9 +41,9 @@ class JobStore {
   // Every job, in submission order, with its events.
   StatusOr<std::vector<StoredJob>> Load();
 
-  // Deletes the oldest finished jobs, with their events, beyond the newest
-  // `keep` finished ones.
-  Status PruneFinished(int keep);
+  // Deletes these jobs with their events, in one transaction (the job
+  // manager's retention decides which).
+  Status Delete(const std::vector<std::string>& job_ids);
 
   const std::string& path() const { return path_; }
 

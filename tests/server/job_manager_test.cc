@@ -490,6 +490,35 @@ TEST_F(JobManagerTest, OnlyTheNewestFinishedJobsAreKept) {
   EXPECT_EQ(jobs_.List().size(), 2u);
 }
 
+// A data-parallel job that failed on one rank is finished while its other
+// rank still stops: retention must not drop it (and with it the slot that
+// rank holds), and losing that worker afterwards frees the slot.
+TEST_F(JobManagerTest, AFinishedJobWhoseRanksStillStopKeepsItsSlotsUntilTheyAreFreed) {
+  std::vector<v1::ControllerMessage> a, b;
+  jobs_.WorkerConnected(Worker("w1", 1), Inbox(&a));
+  const uint64_t w2 = jobs_.WorkerConnected(Worker("w2", 1), Inbox(&b));
+  jobs_.set_keep_finished(1);
+  const std::string gang = jobs_.Submit(Devices(2))->id();
+  ASSERT_EQ(State(gang), v1::JOB_STATE_STARTING);
+  jobs_.RecordStatus("w1", Ended(gang, v1::JOB_STATE_FAILED, "rank 0 crashed"));
+  ASSERT_EQ(State(gang), v1::JOB_STATE_FAILED);  // max_restarts 0
+  // w1 is free again: two one-device jobs finish there, past the retention.
+  for (int i = 0; i < 2; ++i) {
+    const std::string small = jobs_.Submit(SmallSpec())->id();
+    jobs_.RecordStatus("w1", Ended(small, v1::JOB_STATE_SUCCEEDED, ""));
+  }
+  jobs_.Expire();
+  ASSERT_TRUE(jobs_.Get(gang).ok()) << "kept while its rank on w2 stops";
+
+  jobs_.WorkerGone("w2", w2, "killed");  // must not crash
+  std::vector<v1::ControllerMessage> c;
+  jobs_.WorkerConnected(Worker("w2", 1), Inbox(&c));
+  const std::string next = jobs_.Submit(Devices(2))->id();
+  EXPECT_EQ(State(next), v1::JOB_STATE_STARTING) << "no slot stays held: " << jobs_.Get(next)->reason();
+  jobs_.Expire();
+  EXPECT_FALSE(jobs_.Get(gang).ok()) << "pruned once its slots were freed";
+}
+
 TEST_F(JobManagerTest, AnElasticJobTakesTheDevicesThatAreFreeAndKeepsTheGlobalBatch) {
   std::vector<v1::ControllerMessage> inbox;
   jobs_.WorkerConnected(Worker("w1", 1), Inbox(&inbox));

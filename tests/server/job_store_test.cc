@@ -70,18 +70,21 @@ TEST_F(JobStoreTest, AnEventIsNeverStoredTwice) {
   EXPECT_EQ((*loaded)[0].events.size(), 1u) << "the failed transaction left nothing behind";
 }
 
-TEST_F(JobStoreTest, PruningKeepsTheNewestFinishedJobsAndEveryLiveOne) {
+TEST_F(JobStoreTest, DeletingTakesExactlyTheNamedJobsAndTheirEvents) {
   auto store = Open();
   for (int i = 1; i <= 5; ++i) {
     const v1::JobEvent e = StepEvent(1, 1);
     const v1::JobState state = i == 2 ? v1::JOB_STATE_RUNNING : v1::JOB_STATE_SUCCEEDED;
     ASSERT_TRUE(store->Record(JobIn("job-" + std::to_string(i), state), {&e}).ok());
   }
-  ASSERT_TRUE(store->PruneFinished(2).ok());
+  ASSERT_TRUE(store->Delete({"job-1", "job-3"}).ok());
   auto loaded = store->Load();
   ASSERT_TRUE(loaded.ok());
   std::vector<std::string> ids;
-  for (const auto& j : *loaded) ids.push_back(j.job.id());
+  for (const auto& j : *loaded) {
+    ids.push_back(j.job.id());
+    EXPECT_EQ(j.events.size(), 1u) << j.job.id();
+  }
   EXPECT_EQ(ids, (std::vector<std::string>{"job-2", "job-4", "job-5"}));
 }
 
