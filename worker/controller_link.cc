@@ -19,6 +19,8 @@ ControllerLink::ControllerLink(LinkOptions options, v1::Register registration,
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
+              static_cast<int>(options_.initial_backoff.count()));
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, static_cast<int>(options_.max_backoff.count()));
   channel_ = grpc::CreateCustomChannel(options_.controller_address,
                                        grpc::InsecureChannelCredentials(), args);
@@ -64,13 +66,20 @@ void ControllerLink::Send(v1::WorkerMessage message) {
 }
 
 void ControllerLink::Run() {
+  // Only a session that reached the controller and was refused or broke at
+  // once backs off here; an unreachable one waits inside the channel.
   auto backoff = options_.initial_backoff;
   while (true) {
-    if (RunSession()) backoff = options_.initial_backoff;
+    const auto started = std::chrono::steady_clock::now();
+    const bool registered = RunSession();
     std::unique_lock<std::mutex> lock(mutex_);
     if (stopping_) return;
-    spdlog::info("controller {} unreachable; retrying in {} ms", options_.controller_address,
-                 backoff.count());
+    if (registered && std::chrono::steady_clock::now() - started > options_.max_backoff) {
+      backoff = options_.initial_backoff;  // it lasted: the next break is news
+      continue;
+    }
+    spdlog::info("controller {}: session ended at once; retrying in {} ms",
+                 options_.controller_address, backoff.count());
     // A timed wait is the backoff itself; Stop() cuts it short.
     changed_.wait_for(lock, backoff, [this] { return stopping_; });
     if (stopping_) return;
@@ -85,6 +94,9 @@ bool ControllerLink::RunSession() {
     if (stopping_) return false;
     context_ = &context;
   }
+  // Waits for the channel (and its reconnect backoff) rather than failing
+  // fast while the controller is down; Stop() cancels the wait.
+  context.set_wait_for_ready(true);
   auto stream = stub_->Connect(&context);
   v1::WorkerMessage hello;
   *hello.mutable_register_() = registration_;

@@ -9,8 +9,11 @@
 #include <regex>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
+#include "accumulus/v1/controller.pb.h"
 #include "tests/support/free_port.h"
+#include "tests/support/proto_json.h"
 
 namespace accumulus::testing {
 namespace {
@@ -37,7 +40,8 @@ std::string BinaryDir() {
   return moved != nullptr && *moved != '\0' ? moved : ACCUMULUS_BINARY_DIR;
 }
 
-TestCluster::TestCluster() {
+TestCluster::TestCluster(std::vector<std::string> controller_args)
+    : controller_args_(std::move(controller_args)) {
   char pattern[] = "/tmp/accumulus-test-XXXXXX";
   if (mkdtemp(pattern) == nullptr) throw std::runtime_error("mkdtemp failed");
   dir_ = pattern;
@@ -51,7 +55,8 @@ void TestCluster::StartController(int grpc_port) {
                   "127.0.0.1:" + std::to_string(grpc_port), "--metrics-host", "127.0.0.1",
                   "--metrics-port", "0",
                   // Short keepalive: a killed worker is noticed quickly.
-                  "--heartbeat-ms", "1000", "--data-dir", dir_ + "/controller"};
+                  "--heartbeat-ms", "1000", "--data-dir", controller_data_dir()};
+  options.argv.insert(options.argv.end(), controller_args_.begin(), controller_args_.end());
   options.capture_stdout = true;
   options.log_path = dir_ + "/controller.log";
   controller_ = SpawnOrThrow(options);
@@ -145,6 +150,24 @@ CliResult TestCluster::Cli(const std::vector<std::string>& args) const {
   result.exit_code = cli->Wait().exit_code;
   result.stderr_text = ReadFile(stderr_path);
   return result;
+}
+
+bool TestCluster::WaitForWorkers(const std::vector<std::string>& ids,
+                                 std::chrono::steady_clock::time_point deadline) const {
+  while (true) {
+    const CliResult r = Cli({"-o", "json", "workers"});
+    if (r.exit_code == 0 && !r.lines.empty()) {
+      const auto listed = FromJson<v1::ListWorkersResponse>(r.lines.front());
+      size_t found = 0;
+      for (const std::string& id : ids) {
+        for (const v1::WorkerInfo& w : listed.workers()) found += w.id() == id ? 1 : 0;
+      }
+      if (found == ids.size()) return true;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    // Registration is another process's doing: polled, at a short interval.
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
 }
 
 std::string TestCluster::WriteSpec(const std::string& name, const std::string& yaml) const {

@@ -2,6 +2,7 @@
 // loopback ports they pick themselves, and the CLI run as a child process.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -24,8 +25,8 @@ struct CliResult {
 class TestCluster {
  public:
   // Starts a controller on 127.0.0.1 (ports picked by the kernel) with a
-  // fresh temporary directory; no worker yet.
-  TestCluster();
+  // fresh temporary directory and `controller_args` added; no worker yet.
+  explicit TestCluster(std::vector<std::string> controller_args = {});
   ~TestCluster();  // SIGTERM to every process, then waits for them
 
   // Starts a worker daemon with `cpu_slots` slots and returns its id.
@@ -39,8 +40,16 @@ class TestCluster {
   // directory (a crash and restart); `while_down` runs in between.
   void RestartController(const std::function<void()>& while_down = {});
   std::string controller_address() const;
+  // The controller's process id and its --data-dir.
+  pid_t controller_pid() const { return controller_->pid(); }
+  std::string controller_data_dir() const { return dir_ + "/controller"; }
   int metrics_port() const { return metrics_port_; }
   const std::string& dir() const { return dir_; }
+
+  // Polls `accumulus workers` until `ids` are all registered; false if they
+  // are not by `deadline`.
+  bool WaitForWorkers(const std::vector<std::string>& ids,
+                      std::chrono::steady_clock::time_point deadline) const;
 
   // Runs the CLI against this controller to completion.
   CliResult Cli(const std::vector<std::string>& args) const;
@@ -55,6 +64,7 @@ class TestCluster {
  private:
   void StartController(int grpc_port);
 
+  const std::vector<std::string> controller_args_;
   std::string dir_;
   int grpc_port_ = 0;
   int metrics_port_ = 0;
