@@ -5,6 +5,7 @@
 #include <google/protobuf/util/json_util.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -141,6 +142,52 @@ threads: {intra_op: 1, blas: 1}
   EXPECT_EQ(next.exit_code, 0) << next.stderr_text;
   CliResult listed = cluster.Cli({"-o", "json", "list"});
   EXPECT_EQ(listed.exit_code, 0) << listed.stderr_text;
+}
+
+// A checkpoint the trainer cannot write fails the job on the first try,
+// permanently (max_restarts is not spent on it), naming the path and the
+// OS error. As root (CI) permissions do not stop a write, so the directory
+// is made impossible: a regular file stands where it should be.
+void ExpectUnwritableCheckpointFailsOnce(const TestCluster& cluster, const std::string& dir,
+                                         const std::string& os_error) {
+  const std::string id = Submit(cluster, "unwritable.yaml", R"(
+model: {kind: mlp, hidden: [8]}
+data: {samples: 64, features: 8, outputs: 3}
+micro_batch: 4
+accumulation_steps: 2
+epochs: 1
+optimizer: {kind: sgd, lr: 0.1}
+threads: {intra_op: 1, blas: 1}
+max_restarts: 3
+checkpoint: {dir: )" + dir + R"(, every_steps: 2}
+)");
+  CliResult watched = cluster.Cli({"watch", id});
+  EXPECT_NE(watched.exit_code, 0);
+  const v1::Job job = GetJob(cluster, id);
+  EXPECT_EQ(job.state(), v1::JOB_STATE_FAILED);
+  EXPECT_EQ(job.attempt(), 1) << "not retried: " << job.reason();
+  EXPECT_EQ(job.attempts_size(), 0);
+  EXPECT_NE(job.reason().find("checkpoint after step 2: cannot create the checkpoint dir " + dir),
+            std::string::npos)
+      << job.reason();
+  EXPECT_NE(job.reason().find(os_error), std::string::npos) << job.reason();
+}
+
+TEST(ControlPlane, ACheckpointThatCannotBeWrittenFailsTheJobOncePermanently) {
+  TestCluster cluster;
+  cluster.StartWorker(1);
+  std::ofstream(cluster.dir() + "/a-file") << "not a directory\n";
+  ExpectUnwritableCheckpointFailsOnce(cluster, cluster.dir() + "/a-file/checkpoints",
+                                      "Not a directory");
+}
+
+TEST(ControlPlane, ACheckpointDirWithoutWritePermissionFailsTheJobOncePermanently) {
+  if (geteuid() == 0) GTEST_SKIP() << "root writes through any permission bits";
+  TestCluster cluster;
+  cluster.StartWorker(1);
+  const std::string locked = cluster.dir() + "/locked";
+  ASSERT_EQ(mkdir(locked.c_str(), 0555), 0);
+  ExpectUnwritableCheckpointFailsOnce(cluster, locked + "/checkpoints", "Permission denied");
 }
 
 // docs/operations.md: after a controller comes back, every worker registers

@@ -31,35 +31,62 @@ uint64_t Fnv1a64(const std::string& data) {
   return hash;
 }
 
-std::string ErrnoText() { return std::strerror(errno); }
+// A failed file operation on a checkpoint, by what a retry would meet:
+// a directory the trainer may not write (permissions, a read-only or
+// missing mount, a file where a directory should be) or a full disk fails
+// the same way on every attempt, so the job fails once, permanently
+// (FAILED_PRECONDITION / RESOURCE_EXHAUSTED); anything else (EIO, a
+// transient network file system error) may pass on a retry (INTERNAL).
+Status FileError(const std::string& what, int error) {
+  std::string message = what + ": " + std::strerror(error);
+  switch (error) {
+    case EACCES:
+    case EPERM:
+    case EROFS:
+    case ENOENT:
+    case ENOTDIR:
+    case EISDIR:
+    case ENAMETOOLONG:
+    case ELOOP:
+      return Status::FailedPrecondition(std::move(message));
+    case ENOSPC:
+    case EDQUOT:
+    case EFBIG:
+      return Status::ResourceExhausted(std::move(message));
+    default:
+      return Status::Internal(std::move(message));
+  }
+}
 
 // Writes `data` to `path` durably: a temporary file in the same directory,
 // fsync, rename over `path`, fsync of the directory.
 Status WriteFileAtomically(const std::string& path, const std::string& data) {
   const std::string temp = path + ".tmp-" + std::to_string(getpid());
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::Internal("cannot create " + temp + ": " + ErrnoText());
+  if (fd < 0) return FileError("cannot create " + temp, errno);
   size_t written = 0;
   while (written < data.size()) {
     const ssize_t n = ::write(fd, data.data() + written, data.size() - written);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
-      const std::string why = ErrnoText();
+      const int error = errno;
       ::close(fd);
       ::unlink(temp.c_str());
-      return Status::Internal("cannot write " + temp + ": " + why);
+      return FileError("cannot write " + temp, error);
     }
     written += static_cast<size_t>(n);
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    const std::string why = ErrnoText();
+  const int synced = ::fsync(fd) == 0 ? 0 : errno;
+  const int closed = ::close(fd) == 0 ? 0 : errno;
+  if (synced != 0 || closed != 0) {
+    const int error = synced != 0 ? synced : closed;
     ::unlink(temp.c_str());
-    return Status::Internal("cannot flush " + temp + ": " + why);
+    return FileError("cannot flush " + temp, error);
   }
   if (::rename(temp.c_str(), path.c_str()) != 0) {
-    const std::string why = ErrnoText();
+    const int error = errno;
     ::unlink(temp.c_str());
-    return Status::Internal("cannot rename " + temp + " to " + path + ": " + why);
+    return FileError("cannot rename " + temp + " to " + path, error);
   }
   const int dir = ::open(fs::path(path).parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir >= 0) {
@@ -162,7 +189,7 @@ StatusOr<std::string> CheckpointStore::Write(const TrainingState& state, const M
 
   std::error_code error;
   fs::create_directories(dir_, error);
-  if (error) return Status::Internal("checkpoint dir " + dir_ + ": " + error.message());
+  if (error) return FileError("cannot create the checkpoint dir " + dir_, error.value());
   char name[32];
   std::snprintf(name, sizeof name, "step-%08lld.ckpt", static_cast<long long>(state.step));
   const std::string path = (fs::path(dir_) / name).string();
