@@ -54,7 +54,7 @@ int Watch(ControllerClient& client, const GlobalFlags& flags, const std::string&
       final_state = event.state().state();
       final_reason = event.state().reason();
     }
-    if (event.has_step()) {
+    if (event.has_step() && !event.stale()) {  // a superseded attempt's is no progress
       steps_done = event.step().step();
       steps_total = event.step().steps_total();
     }

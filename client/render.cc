@@ -184,6 +184,12 @@ std::string WorkerTable(const v1::ListWorkersResponse& workers) {
 }
 
 std::string EventLine(const v1::JobEvent& e) {
+  // A superseded attempt's event is shown for the record, marked as such.
+  if (e.stale()) {
+    v1::JobEvent fresh = e;
+    fresh.set_stale(false);
+    return "stale (attempt " + std::to_string(e.attempt()) + ", superseded) " + EventLine(fresh);
+  }
   if (e.has_step()) {
     const v1::StepMetrics& m = e.step();
     return "step " + std::to_string(m.step()) + "/" + std::to_string(m.steps_total()) +

@@ -62,10 +62,14 @@ struct Fds {
 StatusOr<std::unique_ptr<Subprocess>> Subprocess::Spawn(const SpawnOptions& options) {
   if (options.argv.empty()) return Status::InvalidArgument("no program to spawn");
   Fds fds;
-  int in[2], out[2] = {-1, -1}, messages[2] = {-1, -1};
+  int in[2], out[2] = {-1, -1}, messages[2] = {-1, -1}, control[2] = {-1, -1};
   if (!fds.Pipe(in)) return Status::Internal(Errno("pipe"));
   if (options.capture_stdout && !fds.Pipe(out)) return Status::Internal(Errno("pipe"));
   if (options.message_pipe && !fds.Pipe(messages)) return Status::Internal(Errno("pipe"));
+  if (options.control_pipe) {
+    if (!fds.Pipe(control)) return Status::Internal(Errno("pipe"));
+    if (fcntl(control[1], F_SETFL, O_NONBLOCK) != 0) return Status::Internal(Errno("fcntl"));
+  }
   int log_fd = -1;
   if (!options.log_path.empty()) {
     log_fd = open(options.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -83,6 +87,7 @@ StatusOr<std::unique_ptr<Subprocess>> Subprocess::Spawn(const SpawnOptions& opti
     posix_spawn_file_actions_adddup2(&actions, log_fd, 1);
   if (log_fd >= 0) posix_spawn_file_actions_adddup2(&actions, log_fd, 2);
   if (options.message_pipe) posix_spawn_file_actions_adddup2(&actions, messages[1], 3);
+  if (options.control_pipe) posix_spawn_file_actions_adddup2(&actions, control[0], 4);
 
   posix_spawnattr_t attributes;
   posix_spawnattr_init(&attributes);
@@ -113,6 +118,7 @@ StatusOr<std::unique_ptr<Subprocess>> Subprocess::Spawn(const SpawnOptions& opti
   child->pid_ = pid;
   if (options.capture_stdout) child->stdout_fd_ = fds.Keep(out[0]);
   if (options.message_pipe) child->message_fd_ = fds.Keep(messages[0]);
+  if (options.control_pipe) child->control_fd_ = fds.Keep(control[1]);
   // A child that exits before reading its input is seen in Wait(); the
   // parent must ignore SIGPIPE so that this write cannot kill it.
   const int stdin_fd = fds.Keep(in[1]);
@@ -129,6 +135,7 @@ Subprocess::~Subprocess() {
   }
   if (stdout_fd_ >= 0) close(stdout_fd_);
   if (message_fd_ >= 0) close(message_fd_);
+  if (control_fd_ >= 0) close(control_fd_);
 }
 
 bool Subprocess::ReadLine(std::string* line) {

@@ -1,7 +1,7 @@
 // A child process started with posix_spawn: argv, extra environment, optional
-// stdin data, stdout captured or logged, and an optional message pipe on file
-// descriptor 3. The child starts with no blocked signals and SIGPIPE, SIGINT
-// and SIGTERM at their defaults, whatever the parent set.
+// stdin data, stdout captured or logged, an optional message pipe on file
+// descriptor 3 and an optional control pipe on file descriptor 4. The child starts with no blocked
+// signals and SIGPIPE, SIGINT and SIGTERM at their defaults, whatever the parent set.
 #pragma once
 
 #include <sys/types.h>
@@ -24,6 +24,9 @@ struct SpawnOptions {
   std::string log_path;                    // stderr (and stdout unless captured), appended;
                                            // empty: inherit the parent's
   bool message_pipe = false;               // fd 3 in the child → message_fd() here
+  bool control_pipe = false;               // control_fd() here → fd 4 in the child
+                                           // (non-blocking here: a writer never waits
+                                           // on a child that stopped reading)
 };
 
 class Subprocess {
@@ -36,6 +39,8 @@ class Subprocess {
 
   // The read end of the child's fd 3, or -1.
   int message_fd() const { return message_fd_; }
+  // The write end of the child's fd 4, or -1.
+  int control_fd() const { return control_fd_; }
 
   void Signal(int signal);
 
@@ -56,6 +61,7 @@ class Subprocess {
   pid_t pid_ = -1;
   int stdout_fd_ = -1;
   int message_fd_ = -1;
+  int control_fd_ = -1;
   std::string buffer_;  // stdout read but not yet returned
   std::atomic<bool> reaped_{false};
   ExitInfo exit_;

@@ -25,8 +25,9 @@ StatusOr<std::unique_ptr<Controller>> Controller::Start(const ControllerOptions&
     return s;
   }
   c->controller_service_ = std::make_unique<ControllerService>(c->jobs_.get(), c->metrics_.get());
-  c->worker_link_service_ =
-      std::make_unique<WorkerLinkService>(c->jobs_.get(), options.heartbeat_interval_ms);
+  c->worker_link_service_ = std::make_unique<WorkerLinkService>(
+      c->jobs_.get(), options.heartbeat_interval_ms,
+      options.lost_worker_ms > 0 ? options.lost_worker_ms : 3 * options.heartbeat_interval_ms);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
@@ -48,9 +49,10 @@ StatusOr<std::unique_ptr<Controller>> Controller::Start(const ControllerOptions&
 
   c->housekeeper_ = std::thread([controller = c.get()] {
     std::unique_lock<std::mutex> lock(controller->housekeeper_mutex_);
-    while (!controller->housekeeper_wake_.wait_for(lock, std::chrono::milliseconds(500),
+    while (!controller->housekeeper_wake_.wait_for(lock, std::chrono::milliseconds(100),
                                                    [&] { return controller->housekeeper_stop_; })) {
       lock.unlock();
+      controller->worker_link_service_->CloseSilentLinks();
       controller->jobs_->Expire();
       lock.lock();
     }

@@ -214,6 +214,7 @@ void JobManager::Expire() {
   Touched touched;
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    ReleaseExpiredFencesLocked(&touched);
     PruneFinishedLocked();
     const auto now = std::chrono::steady_clock::now();
     bool lost_any = false;
@@ -238,6 +239,28 @@ void JobManager::Expire() {
     }
   }
   NotifyAll(touched);
+}
+
+void JobManager::ReleaseExpiredFencesLocked(Touched* touched) {
+  const auto now = std::chrono::steady_clock::now();
+  bool released = false;
+  for (auto& [job_id, record] : jobs_) {
+    std::vector<std::string> expired;
+    for (const auto& [worker_id, until] : record.fences) {
+      if (until <= now) expired.push_back(worker_id);
+    }
+    for (const std::string& worker_id : expired) {
+      spdlog::info("job {}: the ranks on lost worker {} are past their lease; their slots are free",
+                   job_id, worker_id);
+      WorkerLeftJobLocked(&record, worker_id);
+      RequeueIfStoppedLocked(&record, touched);
+      released = true;
+    }
+  }
+  if (released) {
+    ScheduleLocked(touched);
+    UpdateGaugesLocked();
+  }
 }
 
 void JobManager::PruneFinishedLocked() {
@@ -321,6 +344,27 @@ uint64_t JobManager::WorkerConnected(const v1::Register& registration, WorkerSen
       cancel.mutable_cancel()->set_reason("the job is no longer placed on worker " + id);
       worker.sender(cancel);
     }
+    // Ranks fenced when its previous session was lost: reported stopped,
+    // they free their slots now; still running, they are stopped and stay
+    // fenced (their slots held) until the worker reports them ended.
+    for (auto& [job_id, record] : jobs_) {
+      auto fence = record.fences.find(id);
+      if (fence == record.fences.end()) continue;
+      if (still_running.count(job_id) == 0) {
+        WorkerLeftJobLocked(&record, id);
+        RequeueIfStoppedLocked(&record, &touched);
+        continue;
+      }
+      fence->second = std::chrono::steady_clock::time_point::max();
+      worker.jobs.insert(job_id);
+      if (worker.draining.insert(job_id).second) {
+        v1::ControllerMessage cancel;
+        cancel.mutable_cancel()->set_job_id(job_id);
+        cancel.mutable_cancel()->set_reason("worker " + id +
+                                            " was declared lost; this attempt is over");
+        worker.sender(cancel);
+      }
+    }
     // The jobs it still runs keep their slots.
     worker.slot_jobs.assign(static_cast<size_t>(registration.devices_size()), "");
     for (const std::string& job_id : worker.jobs) {
@@ -339,15 +383,27 @@ uint64_t JobManager::WorkerConnected(const v1::Register& registration, WorkerSen
 }
 
 void JobManager::WorkerGone(const std::string& worker_id, uint64_t session,
-                            const std::string& reason) {
+                            const std::string& reason,
+                            std::chrono::steady_clock::time_point fence_until) {
   Touched touched;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = workers_.find(worker_id);
     if (it == workers_.end() || it->second.session != session) return;  // replaced
+    // A copy: losing ranks takes the job out of the worker's set.
     for (const std::string& job_id : std::set<std::string>(it->second.jobs)) {
-      LoseRanksLocked(FindLocked(job_id), worker_id, "worker " + worker_id + " lost: " + reason,
-                      &touched);
+      JobRecord* record = FindLocked(job_id);
+      if (record == nullptr || record->slots.count(worker_id) == 0) continue;
+      // The attempt is over, but its ranks there are not known to have
+      // stopped: their slots stay held (so the job is not placed again)
+      // until their leases have lapsed.
+      const std::string why = "worker " + worker_id + " lost: " + reason;
+      if (fence_until <= std::chrono::steady_clock::now()) {
+        LoseRanksLocked(record, worker_id, why, &touched);
+        continue;
+      }
+      record->fences[worker_id] = fence_until;
+      EndJobEarlyLocked(record, v1::JOB_STATE_FAILED, why, /*permanent=*/false, &touched);
     }
     workers_.erase(it);
     ScheduleLocked(&touched);
@@ -361,104 +417,191 @@ void JobManager::RecordEvents(const std::string& worker_id, const v1::TrainerEve
   Touched touched;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    JobRecord* record = FindLocked(events.job_id());
-    if (record == nullptr || record->slots.count(worker_id) == 0 ||
-        IsTerminal(record->job.state()) || record->job.state() == v1::JOB_STATE_RESTARTING) {
-      return;  // A late event of a job (or attempt) that ended or moved.
-    }
-    // The worker's batch is recorded in one transaction.
-    batching_ = true;
-    for (const v1::JobEvent& event : events.events()) {
-      if (IsDuplicateLocked(*record, event)) continue;
-      if (event.has_step() && record->job.batch().devices() > 1) {
-        MergeStepLocked(record, worker_id, event);
-      } else if (event.has_step()) {
-        RecordStepLocked(record, event);
-      } else {
-        if (event.has_runtime()) record->planned_ranks.insert(event.runtime().rank());
-        // The trainer's plan is authoritative (file data sets are sized only
-        // once read).
-        if (event.has_runtime() && event.runtime().rank() == 0) {
-          *record->job.mutable_runtime() = event.runtime();
-          record->job.set_steps_total(event.runtime().steps_total());
-          // A resumed attempt continues after its checkpoint's step. Steps
-          // the last attempt trained and checkpointed but whose events died
-          // with it (a killed worker's unsent buffer) are said to be so.
-          const int64_t resumed = event.runtime().resumed_from_step();
-          const int64_t reported =
-              record->job.attempts_size() > 0 ? record->job.attempts().rbegin()->last_step() : 0;
-          if (resumed > reported) {
-            v1::JobEvent lost;
-            lost.mutable_log()->set_level(v1::LogMessage::LEVEL_WARNING);
-            lost.mutable_log()->set_text("steps " + std::to_string(reported + 1) + " to " +
-                                         std::to_string(resumed) +
-                                         " were trained and checkpointed by attempt " +
-                                         std::to_string(record->job.attempt() - 1) +
-                                         ", but their metrics were lost with it");
-            AppendLocked(record, std::move(lost), /*closes=*/false);
-          }
-          record->job.set_steps_done(resumed);
-          // micro_batch: auto is decided there too.
-          if (event.runtime().batch().micro_batch() > 0) {
-            *record->job.mutable_batch() = event.runtime().batch();
-          }
-        }
-        v1::JobEvent copy = event;
-        copy.clear_sequence();
-        AppendLocked(record, std::move(copy), /*closes=*/false);
-      }
-    }
-    batching_ = false;
-    FlushLocked();
-    touched.push_back(record->log);
+    RecordEventsLocked(worker_id, events, &touched);
   }
   NotifyAll(touched);
+}
+
+void JobManager::RecordEventsLocked(const std::string& worker_id, const v1::TrainerEvents& events,
+                                    Touched* touched) {
+  JobRecord* record = FindLocked(events.job_id());
+  if (record == nullptr) return;  // pruned
+  if (IsStaleLocked(*record, worker_id, events.attempt())) {
+    // Untagged late events (nothing to file them under) are dropped.
+    if (events.attempt() > 0) {
+      RecordStaleLocked(record, events);
+      touched->push_back(record->log);
+    }
+    return;
+  }
+  // The worker's batch is recorded in one transaction.
+  batching_ = true;
+  for (const v1::JobEvent& event : events.events()) {
+    if (IsDuplicateLocked(*record, event)) continue;
+    if (event.has_step() && record->job.batch().devices() > 1) {
+      MergeStepLocked(record, worker_id, event);
+    } else if (event.has_step()) {
+      RecordStepLocked(record, event);
+    } else {
+      if (event.has_runtime()) {
+        record->planned_ranks.insert(event.runtime().rank());
+        record->plans_seen.emplace(record->job.attempt(), event.runtime().rank());
+      }
+      // The trainer's plan is authoritative (file data sets are sized only
+      // once read).
+      if (event.has_runtime() && event.runtime().rank() == 0) {
+        *record->job.mutable_runtime() = event.runtime();
+        record->job.set_steps_total(event.runtime().steps_total());
+        // A resumed attempt continues after its checkpoint's step. Steps
+        // the last attempt trained and checkpointed but whose events died
+        // with it (a killed worker's unsent buffer) are said to be so.
+        const int64_t resumed = event.runtime().resumed_from_step();
+        const int64_t reported =
+            record->job.attempts_size() > 0 ? record->job.attempts().rbegin()->last_step() : 0;
+        if (resumed > reported) {
+          v1::JobEvent lost;
+          lost.mutable_log()->set_level(v1::LogMessage::LEVEL_WARNING);
+          lost.mutable_log()->set_text(
+              "steps " + std::to_string(reported + 1) + " to " + std::to_string(resumed) +
+              " were trained and checkpointed by attempt " +
+              std::to_string(record->job.attempt() - 1) + ", but their metrics were lost with it");
+          AppendLocked(record, std::move(lost), /*closes=*/false);
+        }
+        record->job.set_steps_done(resumed);
+        // micro_batch: auto is decided there too.
+        if (event.runtime().batch().micro_batch() > 0) {
+          *record->job.mutable_batch() = event.runtime().batch();
+        }
+      }
+      v1::JobEvent copy = event;
+      copy.clear_sequence();
+      copy.set_attempt(record->job.attempt());
+      AppendLocked(record, std::move(copy), /*closes=*/false);
+    }
+  }
+  batching_ = false;
+  FlushLocked();
+  touched->push_back(record->log);
 }
 
 void JobManager::RecordStatus(const std::string& worker_id, const v1::AssignmentStatus& status) {
   Touched touched;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    // A stale rank of the job (one it had stopped) ended: the job may be
-    // placed on this worker again, once this status has been read as the
-    // old attempt's (below, it changes nothing).
-    auto worker = workers_.find(worker_id);
-    const bool drained = worker != workers_.end() && IsTerminal(status.state()) &&
-                         worker->second.draining.erase(status.job_id()) > 0;
-    JobRecord* record = FindLocked(status.job_id());
-    // A rank not (or no longer) placed here changes nothing else.
-    const bool placed_here = record != nullptr && record->slots.count(worker_id) > 0;
-    const v1::JobState current = placed_here ? record->job.state() : v1::JOB_STATE_UNSPECIFIED;
-    if (placed_here && status.state() == v1::JOB_STATE_RUNNING) {
-      if (current == v1::JOB_STATE_STARTING) {
-        *record->job.mutable_started_at() = Now();
-        SetStateLocked(record, v1::JOB_STATE_RUNNING, "", &touched);
-      }
-    } else if (placed_here && IsTerminal(status.state())) {
-      WorkerLeftJobLocked(record, worker_id);
-      if (current == v1::JOB_STATE_RESTARTING) {
-        // A rank of the failed attempt stopped, whatever it says.
-        RequeueIfStoppedLocked(record, &touched);
-      } else if (status.state() != v1::JOB_STATE_SUCCEEDED) {
-        // A cancel request keeps its own reason when the ranks stopped for it.
-        const bool cancelled =
-            current == v1::JOB_STATE_CANCELLING && status.state() == v1::JOB_STATE_CANCELLED;
-        EndJobEarlyLocked(record, status.state(),
-                          cancelled ? record->job.reason() : status.reason(), status.permanent(),
-                          &touched);
-        RequeueIfStoppedLocked(record, &touched);
-      } else if (record->slots.empty() && !IsTerminal(record->job.state())) {
-        // Every rank finished (even if a cancel arrived too late to matter).
-        SetStateLocked(record, v1::JOB_STATE_SUCCEEDED, "", &touched);
-      }
-      ScheduleLocked(&touched);
-      UpdateGaugesLocked();
-    } else if (drained) {
+    RecordStatusLocked(worker_id, status, &touched);
+  }
+  NotifyAll(touched);
+}
+
+void JobManager::RecordStatusLocked(const std::string& worker_id,
+                                    const v1::AssignmentStatus& status, Touched* out) {
+  Touched& touched = *out;
+  // A stale rank of the job (one it had stopped) ended: the job may be
+  // placed on this worker again, once this status has been read as the
+  // old attempt's (below, it changes nothing).
+  auto worker = workers_.find(worker_id);
+  const bool drained = worker != workers_.end() && IsTerminal(status.state()) &&
+                       worker->second.draining.erase(status.job_id()) > 0;
+  JobRecord* record = FindLocked(status.job_id());
+  if (record != nullptr && status.attempt() > 0 && status.attempt() != record->job.attempt()) {
+    RecordStaleStatusLocked(record, worker_id, status, &touched);
+    if (drained) {
       ScheduleLocked(&touched);
       UpdateGaugesLocked();
     }
+    return;
   }
-  NotifyAll(touched);
+  // A rank not (or no longer) placed here changes nothing else.
+  const bool placed_here = record != nullptr && record->slots.count(worker_id) > 0;
+  const v1::JobState current = placed_here ? record->job.state() : v1::JOB_STATE_UNSPECIFIED;
+  if (placed_here && status.state() == v1::JOB_STATE_RUNNING) {
+    if (current == v1::JOB_STATE_STARTING) {
+      *record->job.mutable_started_at() = Now();
+      SetStateLocked(record, v1::JOB_STATE_RUNNING, "", &touched);
+    }
+  } else if (placed_here && IsTerminal(status.state())) {
+    WorkerLeftJobLocked(record, worker_id);
+    if (current == v1::JOB_STATE_RESTARTING) {
+      // A rank of the failed attempt stopped, whatever it says.
+      RequeueIfStoppedLocked(record, &touched);
+    } else if (status.state() != v1::JOB_STATE_SUCCEEDED) {
+      // A cancel request keeps its own reason when the ranks stopped for it.
+      const bool cancelled =
+          current == v1::JOB_STATE_CANCELLING && status.state() == v1::JOB_STATE_CANCELLED;
+      EndJobEarlyLocked(record, status.state(), cancelled ? record->job.reason() : status.reason(),
+                        status.permanent(), &touched);
+      RequeueIfStoppedLocked(record, &touched);
+    } else if (record->slots.empty() && !IsTerminal(record->job.state())) {
+      // Every rank finished (even if a cancel arrived too late to matter).
+      SetStateLocked(record, v1::JOB_STATE_SUCCEEDED, "", &touched);
+    }
+    ScheduleLocked(&touched);
+    UpdateGaugesLocked();
+  } else if (drained) {
+    ScheduleLocked(&touched);
+    UpdateGaugesLocked();
+  }
+}
+
+void JobManager::RecordStaleStatusLocked(JobRecord* record, const std::string& worker_id,
+                                         const v1::AssignmentStatus& status, Touched* touched) {
+  if (!IsTerminal(status.state())) return;
+  v1::JobEvent ended;
+  ended.set_attempt(status.attempt());
+  ended.set_stale(true);
+  ended.mutable_log()->set_level(v1::LogMessage::LEVEL_INFO);
+  ended.mutable_log()->set_text("attempt " + std::to_string(status.attempt()) + " on worker " +
+                                worker_id + " ended " + StateLabel(status.state()) +
+                                (status.reason().empty() ? "" : ": " + status.reason()));
+  AppendLocked(record, std::move(ended), /*closes=*/false);
+  touched->push_back(record->log);
+  // Its ranks there held the job's slots (a fence): they are free now.
+  if (record->slots.count(worker_id) > 0) {
+    WorkerLeftJobLocked(record, worker_id);
+    RequeueIfStoppedLocked(record, touched);
+    ScheduleLocked(touched);
+    UpdateGaugesLocked();
+  }
+}
+
+bool JobManager::IsStaleLocked(const JobRecord& record, const std::string& worker_id,
+                               int32_t attempt) const {
+  if (attempt > 0 && attempt != record.job.attempt()) return true;
+  const v1::JobState state = record.job.state();
+  return record.slots.count(worker_id) == 0 || record.fences.count(worker_id) > 0 ||
+         IsTerminal(state) || state == v1::JOB_STATE_RESTARTING;
+}
+
+void JobManager::RecordStaleLocked(JobRecord* record, const v1::TrainerEvents& events) {
+  const int32_t attempt = events.attempt();
+  // The steps of this attempt recorded as progress: 1 (or its resume) to
+  // last_step, in order. A resent one of those is no news.
+  int64_t progress = attempt == record->job.attempt() ? record->job.steps_done() : 0;
+  for (const v1::Attempt& ended : record->job.attempts()) {
+    if (ended.number() == attempt) progress = ended.last_step();
+  }
+  batching_ = true;
+  for (const v1::JobEvent& event : events.events()) {
+    if (event.has_step()) {
+      const int64_t step = event.step().step();
+      if (step <= progress ||
+          !record->stale_steps.emplace(attempt, event.step().rank(), step).second) {
+        continue;
+      }
+    } else if (event.has_runtime()) {
+      if (!record->plans_seen.emplace(attempt, event.runtime().rank()).second) continue;
+    } else if (event.has_log() && record->log->HasRecent(event, /*window=*/256)) {
+      continue;
+    }
+    v1::JobEvent copy = event;
+    copy.clear_sequence();
+    copy.set_attempt(attempt);
+    copy.set_stale(true);
+    if (copy.has_step()) copy.mutable_step()->set_attempt(attempt);
+    AppendLocked(record, std::move(copy), /*closes=*/false);
+  }
+  batching_ = false;
+  FlushLocked();
 }
 
 JobManager::JobRecord* JobManager::FindLocked(const std::string& job_id) {
@@ -511,6 +654,7 @@ void JobManager::WorkerLeftJobLocked(JobRecord* record, const std::string& worke
     }
   }
   record->slots.erase(worker_id);
+  record->fences.erase(worker_id);
   if (record->slots.empty() && record->rendezvous_port != 0) {
     auto owner = workers_.find(record->rendezvous_worker);
     if (owner != workers_.end()) owner->second.ports_in_use.erase(record->rendezvous_port);
@@ -679,6 +823,7 @@ bool JobManager::PlaceLocked(JobRecord* record, Touched* touched) {
     assign->set_world_size(devices);
     assign->set_rendezvous_host(rank0.registration.advertise_address());
     assign->set_rendezvous_port(port);
+    assign->set_attempt(record->job.attempt());
     workers_.at(worker_id).sender(message);
   }
   return true;
@@ -764,6 +909,7 @@ void JobManager::MergeStepLocked(JobRecord* record, const std::string& worker_id
 void JobManager::RecordStepLocked(JobRecord* record, v1::JobEvent event) {
   const std::string& id = record->job.id();
   event.mutable_step()->set_attempt(record->job.attempt());
+  event.set_attempt(record->job.attempt());
   const v1::StepMetrics& step = event.step();
   record->job.set_steps_done(step.step());
   *record->job.mutable_last_step() = step;
@@ -808,6 +954,9 @@ void JobManager::AppendLocked(JobRecord* record, v1::JobEvent event, bool closes
   event.set_job_id(record->job.id());
   event.set_sequence(record->log->last_sequence() + 1 + queued);
   if (!event.has_time()) *event.mutable_time() = Now();
+  // A record added to an ended job (a superseded attempt's late events)
+  // keeps its stream closed: watchers of the ended job must end.
+  closes = closes || IsTerminal(record->job.state());
   unflushed_.push_back({record, std::move(event), closes});
   if (!batching_) FlushLocked();
 }

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -69,8 +70,12 @@ class JobManager {
   // that reconnects replaces its previous session; jobs with ranks there that
   // it no longer reports as running fail.
   uint64_t WorkerConnected(const v1::Register& registration, WorkerSender sender);
-  // The link of `session` ended: jobs with ranks there fail, its slots go.
-  void WorkerGone(const std::string& worker_id, uint64_t session, const std::string& reason);
+  // The link of `session` ended: the attempts of jobs with ranks there end
+  // (they restart or fail), but those ranks may run on until their leases
+  // lapse, so their slots stay fenced — the job is not placed again — until
+  // `fence_until`, or until the worker reconnects and reports them stopped.
+  void WorkerGone(const std::string& worker_id, uint64_t session, const std::string& reason,
+                  std::chrono::steady_clock::time_point fence_until);
   void RecordEvents(const std::string& worker_id, const v1::TrainerEvents& events);
   void RecordStatus(const std::string& worker_id, const v1::AssignmentStatus& status);
 
@@ -90,6 +95,15 @@ class JobManager {
     // Ranks of the current attempt whose plan (RuntimeInfo) was recorded:
     // a worker resends its recent messages after a reconnect.
     std::set<int32_t> planned_ranks;
+    // Workers lost with ranks of the job on them, and until when those
+    // ranks may still run (time_point::max(): until the worker reports them
+    // ended). Their entries in `slots` stay until then.
+    std::map<std::string, std::chrono::steady_clock::time_point> fences;
+    // Steps of ended attempts recorded as stale, by (attempt, rank, step),
+    // and every plan recorded, by (attempt, rank): a worker resends its
+    // recent messages after a reconnect.
+    std::set<std::tuple<int32_t, int32_t, int64_t>> stale_steps;
+    std::set<std::pair<int32_t, int32_t>> plans_seen;
   };
   struct WorkerRecord {
     v1::Register registration;
@@ -140,6 +154,22 @@ class JobManager {
   // The ranks of `record` on `worker_id` are gone: the attempt ends.
   void LoseRanksLocked(JobRecord* record, const std::string& worker_id, const std::string& reason,
                        Touched* touched);
+  void RecordEventsLocked(const std::string& worker_id, const v1::TrainerEvents& events,
+                          Touched* touched);
+  void RecordStatusLocked(const std::string& worker_id, const v1::AssignmentStatus& status,
+                          Touched* touched);
+  // A superseded attempt's rank ended: said in the stream (as stale), and
+  // the slots it held as a fence are freed.
+  void RecordStaleStatusLocked(JobRecord* record, const std::string& worker_id,
+                               const v1::AssignmentStatus& status, Touched* touched);
+  // Ends fences whose time has come (Expire).
+  void ReleaseExpiredFencesLocked(Touched* touched);
+  // Whether events from `worker_id` of `attempt` (0: untagged) belong to a
+  // superseded or ended attempt.
+  bool IsStaleLocked(const JobRecord& record, const std::string& worker_id, int32_t attempt) const;
+  // Records a superseded attempt's events as such (stale, with their
+  // attempt), each once; they change nothing else.
+  void RecordStaleLocked(JobRecord* record, const v1::TrainerEvents& events);
   void UpdateGaugesLocked();
   void PruneFinishedLocked();
   static void NotifyAll(const Touched& touched);

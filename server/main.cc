@@ -27,6 +27,11 @@ int main(int argc, char** argv) {
                  "worker heartbeat / keepalive interval")
       ->check(CLI::Range(100, 600000))
       ->capture_default_str();
+  app.add_option("--lost-worker-ms", options.lost_worker_ms,
+                 "a worker unheard of this long is lost and its jobs restart elsewhere (0: three "
+                 "heartbeats); its trainers have stopped by then (their leases are shorter)")
+      ->check(CLI::Range(0, 3600000))
+      ->capture_default_str();
   std::string data_dir = "accumulus-data";
   app.add_option("--data-dir", data_dir, "where the controller keeps its state")
       ->capture_default_str();

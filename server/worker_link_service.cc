@@ -2,21 +2,47 @@
 
 #include <spdlog/spdlog.h>
 
+#include <atomic>
+#include <chrono>
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 namespace accumulus::server {
 namespace {
+
+int64_t SteadyMicros() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
 
 // One worker's stream. Reads are handled in order on gRPC's threads (they
 // only update the JobManager, which never blocks); writes are queued and sent
 // one at a time.
 class LinkReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1::ControllerMessage> {
  public:
-  LinkReactor(JobManager* jobs, int heartbeat_interval_ms)
-      : jobs_(jobs), heartbeat_interval_ms_(heartbeat_interval_ms), handle_(new SendHandle(this)) {
+  LinkReactor(WorkerLinkService* service, grpc::CallbackServerContext* context)
+      : service_(service),
+        jobs_(service->jobs_),
+        context_(context),
+        handle_(new SendHandle(this)),
+        last_heard_us_(SteadyMicros()) {
+    {
+      std::lock_guard<std::mutex> lock(service_->mutex_);
+      service_->live_.insert(this);
+    }
     StartRead(&incoming_);
+  }
+
+  // gRPC holds one reference until OnDone; CloseSilentLinks one while it
+  // cancels (which may run reactions, OnDone included, on its thread).
+  void Ref() { refs_.fetch_add(1); }
+  void Unref() {
+    if (refs_.fetch_sub(1) == 1) delete this;
   }
 
   void OnReadDone(bool ok) override {
@@ -24,8 +50,22 @@ class LinkReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1::
       CloseWith(grpc::Status::OK, "the worker closed its link");
       return;
     }
+    last_heard_us_.store(SteadyMicros());
     if (!Dispatch(incoming_)) return;
     StartRead(&incoming_);
+  }
+
+  bool SilentFor(std::chrono::milliseconds lost_after) const {
+    return SteadyMicros() - last_heard_us_.load() >=
+           std::chrono::duration_cast<std::chrono::microseconds>(lost_after).count();
+  }
+
+  // The worker is lost: the link closes (the pending read ends, then OnDone).
+  void CloseSilent() {
+    const int64_t silent_ms = (SteadyMicros() - last_heard_us_.load()) / 1000;
+    CloseWith(grpc::Status(grpc::StatusCode::UNAVAILABLE, "no heartbeat"),
+              "no message for " + std::to_string(silent_ms) + " ms");
+    context_->TryCancel();
   }
 
   void OnWriteDone(bool ok) override {
@@ -54,8 +94,16 @@ class LinkReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1::
 
   void OnDone() override {
     handle_->Detach();
-    if (session_ != 0) jobs_->WorkerGone(worker_id_, session_, close_reason_);
-    delete this;
+    service_->Forget(this);
+    if (session_ != 0) {
+      // Its ranks may run until their leases lapse, which is before the
+      // lost-worker timeout has passed since the last message it sent.
+      const auto last_heard =
+          std::chrono::steady_clock::time_point(std::chrono::microseconds(last_heard_us_.load()));
+      jobs_->WorkerGone(worker_id_, session_, close_reason_,
+                        last_heard + std::chrono::milliseconds(service_->lost_after_ms_));
+    }
+    Unref();
   }
 
  private:
@@ -93,7 +141,8 @@ class LinkReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1::
       }
       v1::ControllerMessage ack;
       ack.mutable_registered()->set_worker_id(worker_id_);
-      ack.mutable_registered()->set_heartbeat_interval_ms(heartbeat_interval_ms_);
+      ack.mutable_registered()->set_heartbeat_interval_ms(service_->heartbeat_interval_ms_);
+      ack.mutable_registered()->set_lost_after_ms(service_->lost_after_ms_);
       Send(ack);  // before any assignment the registration may trigger
       std::shared_ptr<SendHandle> handle = handle_;
       session_ = jobs_->WorkerConnected(
@@ -105,6 +154,11 @@ class LinkReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1::
                              "the first message on the link must be register"),
                 "protocol error: message before register");
       return false;
+    }
+    if (message.has_heartbeat()) {
+      v1::ControllerMessage echo;
+      echo.mutable_heartbeat_ack()->set_sent_at_us(message.heartbeat().sent_at_us());
+      Send(echo);
     }
     if (message.has_events()) jobs_->RecordEvents(worker_id_, message.events());
     if (message.has_status()) jobs_->RecordStatus(worker_id_, message.status());
@@ -137,9 +191,12 @@ class LinkReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1::
     if (finish) Finish(status);
   }
 
+  WorkerLinkService* const service_;
   JobManager* const jobs_;
-  const int heartbeat_interval_ms_;
+  grpc::CallbackServerContext* const context_;
   const std::shared_ptr<SendHandle> handle_;
+  std::atomic<int64_t> last_heard_us_;  // steady clock
+  std::atomic<int> refs_{1};
   v1::WorkerMessage incoming_;  // reads happen one at a time
   std::string worker_id_;       // set by the first read, then constant
   uint64_t session_ = 0;        // likewise
@@ -155,11 +212,32 @@ class LinkReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1::
   std::string close_reason_ = "link closed";
 };
 
-}  // namespace
-
 grpc::ServerBidiReactor<v1::WorkerMessage, v1::ControllerMessage>* WorkerLinkService::Connect(
-    grpc::CallbackServerContext*) {
-  return new LinkReactor(jobs_, heartbeat_interval_ms_);
+    grpc::CallbackServerContext* context) {
+  return new LinkReactor(this, context);
+}
+
+void WorkerLinkService::CloseSilentLinks() {
+  std::vector<LinkReactor*> silent;
+  {
+    // A reactor leaves live_ (in OnDone) before its last reference goes.
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (LinkReactor* reactor : live_) {
+      if (!reactor->SilentFor(std::chrono::milliseconds(lost_after_ms_))) continue;
+      reactor->Ref();
+      silent.push_back(reactor);
+    }
+  }
+  // Outside mutex_: cancelling may run the reactor's OnDone right here.
+  for (LinkReactor* reactor : silent) {
+    reactor->CloseSilent();
+    reactor->Unref();
+  }
+}
+
+void WorkerLinkService::Forget(LinkReactor* reactor) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  live_.erase(reactor);
 }
 
 }  // namespace accumulus::server

@@ -6,6 +6,13 @@
 #include <set>
 
 namespace accumulus::worker {
+namespace {
+
+int64_t MonotonicMicros(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
+}
+
+}  // namespace
 
 ControllerLink::ControllerLink(LinkOptions options, v1::Register registration,
                                std::function<std::vector<std::string>()> running_jobs,
@@ -65,6 +72,36 @@ void ControllerLink::Send(v1::WorkerMessage message) {
   changed_.notify_all();
 }
 
+bool ControllerLink::LeaseHeld() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return std::chrono::steady_clock::now() < lease_until_;
+}
+
+std::chrono::milliseconds ControllerLink::lease() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return lease_;
+}
+
+std::chrono::milliseconds ControllerLink::ResolveLease(int lost_after_ms) const {
+  const std::chrono::milliseconds lost_after(std::max(lost_after_ms, 3));
+  if (options_.lease.count() <= 0) return lost_after / 2;
+  if (options_.lease * 3 >= lost_after * 2) {
+    spdlog::error(
+        "--lease-ms {} is too long for the controller's lost-worker timeout of {} ms (with the "
+        "trainers' half on top it must end before it); using {} ms",
+        options_.lease.count(), lost_after.count(), (lost_after / 2).count());
+    return lost_after / 2;
+  }
+  return options_.lease;
+}
+
+void ControllerLink::Renew(int64_t sent_at_us) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto until =
+      std::chrono::steady_clock::time_point(std::chrono::microseconds(sent_at_us)) + lease_;
+  lease_until_ = std::max(lease_until_, until);
+}
+
 void ControllerLink::Run() {
   // Only a session that reached the controller and was refused or broke at
   // once backs off here; an unreachable one waits inside the channel.
@@ -121,10 +158,21 @@ bool ControllerLink::RunSession() {
 
   bool registered = false;
   v1::ControllerMessage reply;
+  // The registration's answer renews the lease as a heartbeat's echo would;
+  // timed from before the write, like a heartbeat.
+  const auto hello_sent = std::chrono::steady_clock::now();
   if (stream->Write(hello) && stream->Read(&reply) && reply.has_registered()) {
     registered = true;
-    spdlog::info("registered with controller {} as {}", options_.controller_address,
-                 reply.registered().worker_id());
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      lease_ = ResolveLease(reply.registered().lost_after_ms());
+    }
+    Renew(MonotonicMicros(hello_sent));
+    spdlog::info(
+        "registered with controller {} as {}: lost after {} ms unheard; lease {} ms, trainers' "
+        "{} ms",
+        options_.controller_address, reply.registered().worker_id(),
+        reply.registered().lost_after_ms(), lease().count(), trainer_lease().count());
     {
       std::lock_guard<std::mutex> lock(mutex_);
       session_live_ = true;
@@ -133,9 +181,18 @@ bool ControllerLink::RunSession() {
         if ((dropped_by_job_[d.job_id()] -= d.count()) <= 0) dropped_by_job_.erase(d.job_id());
       }
     }
-    std::thread writer(
-        [&] { WriteLoop(stream.get(), reply.registered().heartbeat_interval_ms()); });
-    while (stream->Read(&reply)) on_message_(reply);
+    // Heartbeats several times per lease, so that one late echo does not
+    // let it lapse.
+    const int heartbeat_ms = std::min<int>(reply.registered().heartbeat_interval_ms(),
+                                           static_cast<int>(lease().count() / 3));
+    std::thread writer([&] { WriteLoop(stream.get(), heartbeat_ms); });
+    while (stream->Read(&reply)) {
+      if (reply.has_heartbeat_ack()) {
+        Renew(reply.heartbeat_ack().sent_at_us());
+      } else {
+        on_message_(reply);
+      }
+    }
     {
       std::lock_guard<std::mutex> lock(mutex_);
       session_live_ = false;
@@ -159,18 +216,21 @@ constexpr int kMaxEventsPerMessage = 256;
 
 void ControllerLink::WriteLoop(
     grpc::ClientReaderWriter<v1::WorkerMessage, v1::ControllerMessage>* stream, int heartbeat_ms) {
-  const auto interval = std::chrono::milliseconds(std::max(100, heartbeat_ms));
+  const auto interval = std::chrono::milliseconds(std::max(20, heartbeat_ms));
+  auto next_heartbeat = std::chrono::steady_clock::now();
   std::unique_lock<std::mutex> lock(mutex_);
   while (session_live_ && !stopping_) {
     v1::WorkerMessage message;
-    if (outbox_.empty()) {
-      // Idle: wake for a message, for the end, or to send a heartbeat.
-      if (!changed_.wait_for(lock, interval,
-                             [this] { return !outbox_.empty() || !session_live_ || stopping_; })) {
-        message.mutable_heartbeat();
-      } else {
-        continue;
-      }
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= next_heartbeat) {
+      // Due whatever else is queued: the lease depends on its echo.
+      message.mutable_heartbeat()->set_sent_at_us(MonotonicMicros(now));
+      next_heartbeat = now + interval;
+    } else if (outbox_.empty()) {
+      // Idle: wake for a message, for the end, or for the next heartbeat.
+      changed_.wait_until(lock, next_heartbeat,
+                          [this] { return !outbox_.empty() || !session_live_ || stopping_; });
+      continue;
     } else {
       message = std::move(outbox_.front());
       outbox_.pop_front();

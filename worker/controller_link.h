@@ -39,6 +39,13 @@ struct LinkOptions {
   // again after a reconnect: the controller may have died before recording
   // them. It drops what it already has.
   size_t resend_window = 1024;
+  // The worker's lease: how long after the newest heartbeat the controller
+  // echoed it may keep training without hearing from it again. 0: half the
+  // controller's lost-worker timeout (Registered.lost_after_ms); a larger
+  // value than two thirds of it is refused for half of it, with an error,
+  // since the trainers' lease (half of this) must run out before the
+  // controller places the next attempt.
+  std::chrono::milliseconds lease{0};
 };
 
 class ControllerLink {
@@ -56,6 +63,14 @@ class ControllerLink {
   // Queues a message for the controller.
   void Send(v1::WorkerMessage message);
 
+  // Whether the lease holds now: the controller echoed a heartbeat sent
+  // less than a lease ago (or the registration was answered that recently).
+  bool LeaseHeld() const;
+  // The lease in force (0 before the first registration), and the one the
+  // worker gives its trainers: half of it.
+  std::chrono::milliseconds lease() const;
+  std::chrono::milliseconds trainer_lease() const { return lease() / 2; }
+
  private:
   // One connection attempt through its end; true if it registered.
   bool RunSession();
@@ -71,7 +86,13 @@ class ControllerLink {
   std::unique_ptr<v1::WorkerLink::Stub> stub_;
   std::thread thread_;
 
-  std::mutex mutex_;
+  // The lease for `lost_after_ms`, from options_.lease (see LinkOptions).
+  std::chrono::milliseconds ResolveLease(int lost_after_ms) const;
+  // An echo of a heartbeat sent at `sent_at_us` arrived: the lease runs
+  // until then plus lease_.
+  void Renew(int64_t sent_at_us);
+
+  mutable std::mutex mutex_;
   std::condition_variable changed_;
   // State below is protected by mutex_.
   std::deque<v1::WorkerMessage> outbox_;
@@ -82,6 +103,8 @@ class ControllerLink {
   uint64_t dropped_ = 0;
   // Dropped since the last registration, by job: told to the controller.
   std::map<std::string, int64_t> dropped_by_job_;
+  std::chrono::milliseconds lease_{0};
+  std::chrono::steady_clock::time_point lease_until_{};
 };
 
 }  // namespace accumulus::worker

@@ -58,6 +58,11 @@ int main(int argc, char** argv) {
   app.add_option("--cancel-grace-ms", options.cancel_grace_ms,
                  "time a cancelled trainer gets to stop before it is killed")
       ->capture_default_str();
+  app.add_option("--lease-ms", options.lease_ms,
+                 "how long the worker's trainers may run on without hearing from the controller "
+                 "(0: half the controller's lost-worker timeout; must be under two thirds of it)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   app.add_option("--trainer", options.inventory.trainer_binary, "path of accumulus-trainer")
       ->capture_default_str();
   app.add_option("--log-level", logging.level)->capture_default_str();

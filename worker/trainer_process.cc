@@ -2,6 +2,7 @@
 
 #include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <google/protobuf/util/delimited_message_util.h>
+#include <unistd.h>
 
 namespace accumulus::worker {
 
@@ -13,9 +14,16 @@ StatusOr<std::unique_ptr<TrainerProcess>> TrainerProcess::Spawn(const Options& o
   spawn.stdin_data = task.SerializeAsString();
   spawn.log_path = options.log_path;
   spawn.message_pipe = true;
+  spawn.control_pipe = true;
   StatusOr<std::unique_ptr<Subprocess>> process = Subprocess::Spawn(spawn);
   if (!process.ok()) return process.status();
   return std::unique_ptr<TrainerProcess>(new TrainerProcess(std::move(*process)));
+}
+
+void TrainerProcess::RenewLease() {
+  const char renewal = 'L';
+  // EAGAIN: the pipe is full of renewals the trainer has not read yet.
+  (void)!write(process_->control_fd(), &renewal, 1);
 }
 
 Status TrainerProcess::ReadMessages(

@@ -1,6 +1,6 @@
-// A trainer child process: spawned with its TrainerTask on stdin and a pipe
-// on file descriptor 3 for its length-delimited TrainerMessages; its stdout
-// and stderr go to a log file.
+// A trainer child process: spawned with its TrainerTask on stdin, a pipe on
+// file descriptor 3 for its length-delimited TrainerMessages and one on file
+// descriptor 4 for its lease renewals; its stdout and stderr go to a log file.
 #pragma once
 
 #include <functional>
@@ -31,6 +31,9 @@ class TrainerProcess {
   Status ReadMessages(const std::function<void(const v1::TrainerMessage&)>& on_message);
 
   Subprocess::ExitInfo Wait() { return process_->Wait(); }
+  // Renews the trainer's lease (TrainerTask.lease_ms): one byte on its fd 4.
+  // Never blocks; a trainer that stopped reading misses nothing it needs.
+  void RenewLease();
   // SIGTERM stops the trainer at the next window boundary; SIGKILL now.
   void Signal(int signal) { process_->Signal(signal); }
   pid_t pid() const { return process_->pid(); }

@@ -29,10 +29,11 @@ std::string LogTail(const std::string& path, size_t max_bytes = 600) {
   return tail;
 }
 
-v1::WorkerMessage StatusMessage(const std::string& job_id, v1::JobState state,
+v1::WorkerMessage StatusMessage(const v1::Assignment& assignment, v1::JobState state,
                                 const std::string& reason, bool permanent = false) {
   v1::WorkerMessage message;
-  message.mutable_status()->set_job_id(job_id);
+  message.mutable_status()->set_job_id(assignment.job_id());
+  message.mutable_status()->set_attempt(assignment.attempt());
   message.mutable_status()->set_state(state);
   message.mutable_status()->set_reason(reason);
   message.mutable_status()->set_permanent(permanent);
@@ -43,11 +44,13 @@ v1::WorkerMessage StatusMessage(const std::string& job_id, v1::JobState state,
 
 struct TrainerSupervisor::Job {
   v1::Assignment assignment;
+  std::chrono::milliseconds trainer_lease{0};
   std::thread thread;
   std::vector<std::string> log_paths;  // by rank index; set before the ranks start
   // Below: protected by the supervisor's mutex_.
   std::vector<std::unique_ptr<TrainerProcess>> ranks;  // by index into assignment.ranks
   bool cancel_requested = false;
+  bool fenced = false;  // killed because the worker's lease lapsed
   bool stopping = false;
   bool exited = false;
   std::string first_failure;
@@ -66,10 +69,12 @@ TrainerSupervisor::TrainerSupervisor(SupervisorOptions options, Report report)
 
 TrainerSupervisor::~TrainerSupervisor() { StopAll(); }
 
-void TrainerSupervisor::Assign(const v1::Assignment& assignment) {
+void TrainerSupervisor::Assign(const v1::Assignment& assignment,
+                               std::chrono::milliseconds trainer_lease) {
   Reap();
   auto job = std::make_shared<Job>();
   job->assignment = assignment;
+  job->trainer_lease = trainer_lease;
   std::lock_guard<std::mutex> lock(mutex_);
   if (jobs_.count(assignment.job_id()) > 0) {
     spdlog::warn("job {} is already running here; ignoring a second assignment",
@@ -102,6 +107,24 @@ void TrainerSupervisor::StopLocked(const std::shared_ptr<Job>& job) {
                  job->assignment.job_id(), options_.cancel_grace_ms);
     for (auto& rank : job->ranks) rank->Signal(SIGKILL);
   });
+}
+
+void TrainerSupervisor::RenewLeases() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& [id, job] : jobs_) {
+    for (auto& rank : job->ranks) rank->RenewLease();
+  }
+}
+
+void TrainerSupervisor::Fence(const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& [id, job] : jobs_) {
+    if (job->exited) continue;
+    spdlog::warn("job {}: {}; killing its trainers", id, reason);
+    if (job->first_failure.empty()) job->first_failure = reason;
+    job->fenced = true;
+    for (auto& rank : job->ranks) rank->Signal(SIGKILL);
+  }
 }
 
 std::vector<std::string> TrainerSupervisor::RunningJobs() const {
@@ -155,6 +178,8 @@ void TrainerSupervisor::Run(std::shared_ptr<Job> job) {
     task.set_blas_threads(threads.blas);
     task.set_cores(threads.cores);
     task.set_max_event_delay_ms(options_.max_event_delay_ms);
+    task.set_attempt(a.attempt());
+    task.set_lease_ms(static_cast<int32_t>(job->trainer_lease.count()));
     // A rank that measures starts both runtimes with every core, so either
     // pool can take them all.
     const int intra = threads.rank_measures() ? threads.cores : threads.intra_op;
@@ -188,6 +213,7 @@ void TrainerSupervisor::Run(std::shared_ptr<Job> job) {
                  process.log_path);
     std::lock_guard<std::mutex> lock(mutex_);
     job->ranks.push_back(std::move(*trainer));
+    if (job->fenced) job->ranks.back()->Signal(SIGKILL);
     if (job->stopping) job->ranks.back()->Signal(SIGTERM);
   }
 
@@ -198,7 +224,7 @@ void TrainerSupervisor::Run(std::shared_ptr<Job> job) {
     std::lock_guard<std::mutex> lock(mutex_);
     for (auto& rank : job->ranks) rank->Signal(SIGKILL);
   } else {
-    report_(StatusMessage(id, v1::JOB_STATE_RUNNING, ""));
+    report_(StatusMessage(a, v1::JOB_STATE_RUNNING, ""));
     std::vector<RankOutcome> outcomes(job->ranks.size());
     std::vector<std::thread> readers;
     for (size_t i = 0; i < job->ranks.size(); ++i) {
@@ -213,6 +239,8 @@ void TrainerSupervisor::Run(std::shared_ptr<Job> job) {
     if (all_succeeded) {
       final_state = v1::JOB_STATE_SUCCEEDED;
       final_reason.clear();
+    } else if (job->fenced) {
+      final_reason = job->first_failure;
     } else if (job->cancel_requested) {
       final_state = v1::JOB_STATE_CANCELLED;
       final_reason = outcomes.front().reason;
@@ -237,7 +265,7 @@ void TrainerSupervisor::Run(std::shared_ptr<Job> job) {
     jobs_.erase(id);
     finished_threads_.push_back(std::move(job->thread));
   }
-  report_(StatusMessage(id, final_state, final_reason, permanent));
+  report_(StatusMessage(a, final_state, final_reason, permanent));
   changed_.notify_all();
 }
 
@@ -256,6 +284,7 @@ TrainerSupervisor::RankOutcome TrainerSupervisor::Supervise(Job* job, size_t ind
       // The trainer's batch stays one message to the controller.
       v1::WorkerMessage message;
       message.mutable_events()->set_job_id(id);
+      message.mutable_events()->set_attempt(job->assignment.attempt());
       message.mutable_events()->mutable_events()->CopyFrom(m.events().events());
       report_(std::move(message));
     } else if (m.has_exit()) {
@@ -278,7 +307,7 @@ TrainerSupervisor::RankOutcome TrainerSupervisor::Supervise(Job* job, size_t ind
   if (outcome.state == v1::JOB_STATE_SUCCEEDED) return outcome;
 
   std::lock_guard<std::mutex> lock(mutex_);
-  if (job->cancel_requested) return outcome;
+  if (job->cancel_requested || job->fenced) return outcome;
   if (outcome.state == v1::JOB_STATE_FAILED || !has_exit) {
     const std::string tail = LogTail(job->log_paths[index]);
     if (!tail.empty()) outcome.reason += "; log " + job->log_paths[index] + " ends: " + tail;

@@ -2,6 +2,7 @@
 // crash, an out-of-memory kill or a cancel ends that job, never the daemon.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <map>
@@ -46,11 +47,20 @@ class TrainerSupervisor {
   // Starts one trainer process per assigned rank in the background; reports
   // RUNNING, then the ranks' events, then one terminal status once every
   // rank has exited. A rank that fails stops its siblings here.
-  void Assign(const v1::Assignment& assignment);
+  // `trainer_lease` (0: none) is the lease its trainers hold from this
+  // daemon (TrainerTask.lease_ms), renewed by RenewLeases().
+  void Assign(const v1::Assignment& assignment, std::chrono::milliseconds trainer_lease);
   // Asks the job's trainers to stop (SIGTERM), and kills them (SIGKILL) if
   // they have not stopped after the grace period.
   void Cancel(const std::string& job_id, const std::string& reason);
   std::vector<std::string> RunningJobs() const;
+  // Renews every trainer's lease: called while the worker's own lease from
+  // the controller holds, several times per trainer lease.
+  void RenewLeases();
+  // The worker's lease lapsed: every trainer is killed now (the controller
+  // may already be starting their jobs' next attempts elsewhere). Each job
+  // ends FAILED with `reason`, reported as its attempt's.
+  void Fence(const std::string& reason);
   // Cancels every job and waits for all of them to end.
   void StopAll();
 

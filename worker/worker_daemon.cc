@@ -54,13 +54,17 @@ StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(WorkerOptions option
   LinkOptions link;
   link.controller_address = options.controller_address;
   link.max_buffered = options.max_buffered_messages;
+  link.lease = std::chrono::milliseconds(options.lease_ms);
   daemon->link_ = std::make_unique<ControllerLink>(
       link, daemon->registration_, [self] { return self->supervisor_->RunningJobs(); },
       [self](const v1::ControllerMessage& m) {
-        if (m.has_assign()) self->supervisor_->Assign(m.assign());
+        if (m.has_assign()) self->supervisor_->Assign(m.assign(), self->link_->trainer_lease());
         if (m.has_cancel()) self->supervisor_->Cancel(m.cancel().job_id(), m.cancel().reason());
       });
+  daemon->lease_keeper_ =
+      std::make_unique<LeaseKeeper>(daemon->link_.get(), self->supervisor_.get());
   daemon->link_->Start();
+  daemon->lease_keeper_->Start();
   spdlog::info("worker {} offers {} device slot(s); controller {}",
                daemon->registration_.worker_id(), devices->size(), options.controller_address);
   return daemon;
@@ -69,7 +73,9 @@ StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(WorkerOptions option
 void WorkerDaemon::Stop() {
   if (stopped_) return;
   stopped_ = true;
+  // The keeper first: trainers stopping for the shutdown keep their lease.
   supervisor_->StopAll();
+  lease_keeper_->Stop();
   link_->Stop();
 }
 

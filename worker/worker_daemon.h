@@ -8,6 +8,7 @@
 #include "common/status.h"
 #include "worker/controller_link.h"
 #include "worker/device_inventory.h"
+#include "worker/lease_keeper.h"
 #include "worker/trainer_supervisor.h"
 
 namespace accumulus::worker {
@@ -35,6 +36,9 @@ struct WorkerOptions {
   int max_event_delay_ms = 100;
   // Messages buffered for the controller while it is unreachable.
   size_t max_buffered_messages = 100000;
+  // The worker's lease (LinkOptions::lease; 0: derived from the
+  // controller's lost-worker timeout).
+  int lease_ms = 0;
 };
 
 class WorkerDaemon {
@@ -53,6 +57,7 @@ class WorkerDaemon {
   v1::Register registration_;
   std::unique_ptr<TrainerSupervisor> supervisor_;
   std::unique_ptr<ControllerLink> link_;
+  std::unique_ptr<LeaseKeeper> lease_keeper_;
   bool stopped_ = false;
 };
 

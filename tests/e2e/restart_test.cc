@@ -7,6 +7,12 @@
 #include <signal.h>
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <regex>
+#include <thread>
+
 #include "accumulus/v1/controller.pb.h"
 #include "tests/support/engine_test_support.h"
 #include "tests/support/test_cluster.h"
@@ -191,6 +197,128 @@ TEST_F(RestartTest, AJobOnAKilledWorkerResumesOnAnother) {
       << job.attempts(0).reason();
   ExpectEveryStepOnce(w, job.steps_total());
   ExpectBitIdentical(Parameters(output), reference);
+}
+
+// One rank's own record of when it trained (worker/trainer/run_log.h).
+struct TrainingSpan {
+  int attempt = 0;
+  int64_t start_us = 0;
+  int64_t end_us = 0;  // its last line: stopped, or its lease lapsed
+  std::string end;
+};
+
+std::vector<TrainingSpan> TrainingSpans(const std::string& log_path, const std::string& job_id) {
+  std::ifstream in(log_path);
+  std::vector<TrainingSpan> spans;
+  const std::regex line("accumulus-trainer run: job " + job_id +
+                        R"( attempt (\d+) rank 0 at_us=(\d+) (.*))");
+  std::string text;
+  std::smatch m;
+  while (std::getline(in, text)) {
+    if (!std::regex_search(text, m, line)) continue;
+    const int attempt = std::stoi(m[1]);
+    const int64_t at = std::stoll(m[2]);
+    if (m[3] == "training starts") {
+      spans.push_back({attempt, at, 0, ""});
+    } else if (!spans.empty() && spans.back().attempt == attempt) {
+      spans.back().end_us = at;
+      spans.back().end = m[3];
+    }
+  }
+  return spans;
+}
+
+// The worker daemon frozen (SIGSTOP) past the controller's lost-worker
+// timeout while its trainer trains: the trainer's lease lapses, so it stops
+// by itself before the controller starts attempt 2 on the other worker;
+// thawed, the worker delivers the events it held, recorded as attempt 1's
+// and stale. The job ends with the parameters of an uninterrupted run.
+TEST_F(RestartTest, AFrozenWorkersTrainerStopsBeforeItsSuccessorStarts) {
+  auto longer = [](std::string yaml) {
+    return yaml.replace(yaml.find("epochs: 6"), 9, "epochs: 40");  // 4000 steps
+  };
+  const std::string reference_output = cluster_.dir() + "/reference.pt";
+  {
+    const std::string id = Submit("reference.yaml", longer(Spec(reference_output, "")));
+    CliResult r = cluster_.Cli({"watch", id});
+    ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  }
+  const std::vector<torch::Tensor> reference = Parameters(reference_output);
+  const std::string output = cluster_.dir() + "/fenced.pt";
+  const std::string id =
+      Submit("fenced.yaml", longer(Spec(output, cluster_.dir() + "/checkpoints")));
+
+  std::string frozen;
+  std::unique_ptr<Subprocess> watch = cluster_.StartCli({"-o", "json", "watch", id});
+  std::string line;
+  while (watch->ReadLine(&line)) {
+    const v1::JobEvent e = ParseEvent(line);
+    if (frozen.empty() && e.has_step() && e.step().step() >= 20) {
+      frozen = Get(id).worker_id();
+      cluster_.SignalWorker(frozen, SIGSTOP);
+    }
+    if (!frozen.empty() && e.has_runtime() && e.attempt() == 2 && !e.stale()) {
+      cluster_.SignalWorker(frozen, SIGCONT);  // attempt 2 runs: thaw the old one
+    }
+  }
+  watch->Wait();
+  ASSERT_FALSE(frozen.empty());
+  const v1::Job job = Get(id);
+  ASSERT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.reason();
+  EXPECT_EQ(job.attempt(), 2);
+  EXPECT_NE(job.worker_id(), frozen);
+  ExpectBitIdentical(Parameters(output), reference);
+
+  // From the trainers' own logs: attempt 1 stopped (its lease lapsed)
+  // before attempt 2 started.
+  std::vector<TrainingSpan> spans;
+  for (const std::string& worker : {std::string("worker-1"), std::string("worker-2")}) {
+    for (const TrainingSpan& s :
+         TrainingSpans(cluster_.dir() + "/" + worker + "/" + id + "/rank-0.log", id)) {
+      spans.push_back(s);
+    }
+  }
+  std::sort(spans.begin(), spans.end(),
+            [](const TrainingSpan& a, const TrainingSpan& b) { return a.attempt < b.attempt; });
+  ASSERT_EQ(spans.size(), 2u);
+  EXPECT_NE(spans[0].end.find("lease lapsed"), std::string::npos) << spans[0].end;
+  ASSERT_GT(spans[0].end_us, 0);
+  EXPECT_LT(spans[0].end_us, spans[1].start_us) << "two attempts trained at once";
+
+  // Thawed, the worker delivered what it held: the stream ends (once its
+  // status is in) with attempt 1's steps, each once, the late ones stale.
+  std::vector<v1::JobEvent> events;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (true) {
+    CliResult all = cluster_.Cli({"-o", "json", "watch", id});
+    events.clear();
+    bool ended = false;
+    for (const std::string& l : all.lines) {
+      events.push_back(ParseEvent(l));
+      ended = ended || (events.back().stale() && events.back().has_log() &&
+                        events.back().log().text().rfind("attempt 1 on worker " + frozen + " ended",
+                                                         0) == 0);
+    }
+    if (ended) break;
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "attempt 1's end never arrived";
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // polled: another process's doing
+  }
+  std::vector<int64_t> first;
+  int64_t stale_steps = 0;
+  for (const v1::JobEvent& e : events) {
+    if (!e.has_step()) continue;
+    EXPECT_EQ(e.step().attempt(), e.attempt());
+    if (e.attempt() == 1) first.push_back(e.step().step());
+    if (e.stale()) {
+      ++stale_steps;
+      EXPECT_EQ(e.attempt(), 1) << "only attempt 1 is stale";
+    }
+  }
+  EXPECT_GT(stale_steps, 0) << "the frozen worker held steps";
+  for (size_t i = 0; i < first.size(); ++i) {
+    ASSERT_EQ(first[i], static_cast<int64_t>(i) + 1) << "attempt 1's steps, each once, in order";
+  }
+  EXPECT_EQ(job.steps_done(), job.steps_total()) << "stale steps are not progress";
 }
 
 // A cancel stops the trainer at a window boundary with a checkpoint there;

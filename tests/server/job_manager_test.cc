@@ -45,6 +45,9 @@ v1::AssignmentStatus Ended(const std::string& job_id, v1::JobState state, const 
   return s;
 }
 
+// A lost worker's ranks already past their lease: nothing to wait for.
+constexpr std::chrono::steady_clock::time_point kFenceOver{};
+
 class JobManagerTest : public ::testing::Test {
  protected:
   // A sender that records what the worker was told.
@@ -83,10 +86,74 @@ TEST_F(JobManagerTest, ALostWorkerFailsItsJobsWithTheReason) {
   std::vector<v1::ControllerMessage> inbox;
   const uint64_t session = jobs_.WorkerConnected(Worker("w1", 1), Inbox(&inbox));
   const std::string id = jobs_.Submit(SmallSpec())->id();
-  jobs_.WorkerGone("w1", session, "keepalive timed out");
+  jobs_.WorkerGone("w1", session, "keepalive timed out", kFenceOver);
   EXPECT_EQ(State(id), v1::JOB_STATE_FAILED);
   EXPECT_EQ(jobs_.Get(id)->reason(), "worker w1 lost: keepalive timed out");
   EXPECT_TRUE(jobs_.Workers().empty());
+}
+
+// A lost worker's ranks may run until their lease lapses: the job's next
+// attempt is not placed (not even on a free worker) while they are fenced.
+// The worker coming back without the job proves they stopped.
+TEST_F(JobManagerTest, ALostWorkersRanksAreFencedUntilTheyAreKnownToHaveStopped) {
+  std::vector<v1::ControllerMessage> a, b;
+  const uint64_t w1 = jobs_.WorkerConnected(Worker("w1", 1), Inbox(&a));
+  v1::JobSpec spec = SmallSpec();
+  spec.set_max_restarts(1);
+  const std::string id = jobs_.Submit(spec)->id();
+  ASSERT_EQ(a.back().assign().attempt(), 1);
+  jobs_.WorkerConnected(Worker("w2", 1), Inbox(&b));
+  jobs_.WorkerGone("w1", w1, "no message for 3000 ms",
+                   std::chrono::steady_clock::time_point::max());
+  jobs_.Expire();
+  EXPECT_EQ(State(id), v1::JOB_STATE_RESTARTING);
+  EXPECT_TRUE(b.empty()) << "placed on w2 while attempt 1 may still run on w1";
+
+  jobs_.WorkerConnected(Worker("w1", 1), Inbox(&a));  // without the job
+  ASSERT_FALSE(b.empty() && a.back().has_assign() == false);
+  const v1::ControllerMessage& placed = a.back().has_assign() ? a.back() : b.back();
+  EXPECT_EQ(placed.assign().attempt(), 2);
+  EXPECT_EQ(State(id), v1::JOB_STATE_STARTING);
+}
+
+// Events of a superseded attempt are recorded, once each and marked stale,
+// and are never the job's progress.
+TEST_F(JobManagerTest, ASupersededAttemptsEventsAreRecordedAsStaleOnce) {
+  std::vector<v1::ControllerMessage> a, b;
+  const uint64_t w1 = jobs_.WorkerConnected(Worker("w1", 1), Inbox(&a));
+  v1::JobSpec spec = SmallSpec();
+  spec.set_max_restarts(1);
+  const std::string id = jobs_.Submit(spec)->id();
+  auto steps = [&](int32_t attempt, int64_t first, int64_t last) {
+    v1::TrainerEvents events;
+    events.set_job_id(id);
+    events.set_attempt(attempt);
+    for (int64_t step = first; step <= last; ++step) {
+      events.add_events()->mutable_step()->set_step(step);
+    }
+    return events;
+  };
+  jobs_.RecordEvents("w1", steps(1, 1, 2));
+  jobs_.WorkerGone("w1", w1, "lost", kFenceOver);
+  jobs_.WorkerConnected(Worker("w2", 1), Inbox(&b));
+  ASSERT_EQ(b.back().assign().attempt(), 2);
+  jobs_.RecordEvents("w2", steps(2, 1, 1));
+
+  // w1 comes back and delivers what it held, resending steps 1 and 2.
+  jobs_.WorkerConnected(Worker("w1", 1), Inbox(&a));
+  jobs_.RecordEvents("w1", steps(1, 1, 4));
+  jobs_.RecordEvents("w1", steps(1, 3, 4));  // resent again
+
+  EXPECT_EQ(jobs_.Get(id)->steps_done(), 1) << "attempt 2's progress only";
+  std::vector<std::string> seen;
+  const std::shared_ptr<EventLog> log = *jobs_.Events(id);
+  v1::JobEvent e;
+  for (int64_t after = 0; log->Read(after, &e); ++after) {
+    if (!e.has_step()) continue;
+    seen.push_back(std::to_string(e.attempt()) + (e.stale() ? "s" : "") + ":" +
+                   std::to_string(e.step().step()));
+  }
+  EXPECT_EQ(seen, (std::vector<std::string>{"1:1", "1:2", "2:1", "1s:3", "1s:4"}));
 }
 
 TEST_F(JobManagerTest, AReconnectKeepsTheJobsTheWorkerStillRuns) {
@@ -99,7 +166,7 @@ TEST_F(JobManagerTest, AReconnectKeepsTheJobsTheWorkerStillRuns) {
   again.add_running_job_ids(kept);
   jobs_.WorkerConnected(again, Inbox(&inbox));
   // The old link's end arrives late and must not touch the new session.
-  jobs_.WorkerGone("w1", old_session, "stale");
+  jobs_.WorkerGone("w1", old_session, "stale", kFenceOver);
 
   EXPECT_EQ(State(kept), v1::JOB_STATE_STARTING);
   EXPECT_EQ(State(lost), v1::JOB_STATE_FAILED);
@@ -324,7 +391,7 @@ TEST_F(JobManagerTest, ALostWorkersJobRestartsElsewhere) {
   spec.set_max_restarts(1);
   const std::string id = jobs_.Submit(spec)->id();
   ASSERT_EQ(jobs_.Get(id)->worker_id(), "w1");
-  jobs_.WorkerGone("w1", session, "heartbeat lost");
+  jobs_.WorkerGone("w1", session, "heartbeat lost", kFenceOver);
   EXPECT_EQ(State(id), v1::JOB_STATE_QUEUED) << "nothing left to stop: queued at once";
   EXPECT_EQ(jobs_.Get(id)->attempt(), 2);
   jobs_.WorkerConnected(Worker("w2", 1), Inbox(&b));
@@ -355,7 +422,7 @@ TEST_F(JobManagerTest, AWorkerBackWithARankOfAMovedJobIsToldToStopIt) {
   v1::JobSpec spec = SmallSpec();
   spec.set_max_restarts(1);
   const std::string id = jobs_.Submit(spec)->id();
-  jobs_.WorkerGone("w1", session, "link dropped");
+  jobs_.WorkerGone("w1", session, "link dropped", kFenceOver);
   jobs_.WorkerConnected(Worker("w2", 1), Inbox(&b));
   ASSERT_EQ(jobs_.Get(id)->worker_id(), "w2") << "attempt 2 runs on w2";
 
@@ -379,7 +446,7 @@ TEST_F(JobManagerTest, ARestartWaitsForAWorkerStillStoppingTheJobsOldAttempt) {
   v1::JobSpec spec = SmallSpec();
   spec.set_max_restarts(1);
   const std::string id = jobs_.Submit(spec)->id();
-  jobs_.WorkerGone("w1", session, "link dropped");
+  jobs_.WorkerGone("w1", session, "link dropped", kFenceOver);
   ASSERT_EQ(State(id), v1::JOB_STATE_QUEUED) << "attempt 2 waits for devices";
   // w1 comes back, still running attempt 1: told to stop it, and attempt 2
   // is not placed there until it has.
@@ -510,11 +577,12 @@ TEST_F(JobManagerTest, AFinishedJobWhoseRanksStillStopKeepsItsSlotsUntilTheyAreF
   jobs_.Expire();
   ASSERT_TRUE(jobs_.Get(gang).ok()) << "kept while its rank on w2 stops";
 
-  jobs_.WorkerGone("w2", w2, "killed");  // must not crash
+  jobs_.WorkerGone("w2", w2, "killed", kFenceOver);  // must not crash
   std::vector<v1::ControllerMessage> c;
   jobs_.WorkerConnected(Worker("w2", 1), Inbox(&c));
   const std::string next = jobs_.Submit(Devices(2))->id();
-  EXPECT_EQ(State(next), v1::JOB_STATE_STARTING) << "no slot stays held: " << jobs_.Get(next)->reason();
+  EXPECT_EQ(State(next), v1::JOB_STATE_STARTING)
+      << "no slot stays held: " << jobs_.Get(next)->reason();
   jobs_.Expire();
   EXPECT_FALSE(jobs_.Get(gang).ok()) << "pruned once its slots were freed";
 }

@@ -51,11 +51,14 @@ TestCluster::TestCluster(std::vector<std::string> controller_args)
 
 void TestCluster::StartController(int grpc_port) {
   SpawnOptions options;
-  options.argv = {BinaryDir() + "/accumulus-controller", "--listen",
-                  "127.0.0.1:" + std::to_string(grpc_port), "--metrics-host", "127.0.0.1",
-                  "--metrics-port", "0",
-                  // Short keepalive: a killed worker is noticed quickly.
-                  "--heartbeat-ms", "1000", "--data-dir", controller_data_dir()};
+  options.argv = {
+      BinaryDir() + "/accumulus-controller", "--listen", "127.0.0.1:" + std::to_string(grpc_port),
+      "--metrics-host", "127.0.0.1", "--metrics-port", "0",
+      // Short keepalive: a killed worker is noticed quickly.
+      // Lost after 4 s: worker leases of 2 s, trainer leases of
+      // 1 s — a controller restart (well under a second here)
+      // stops no trainer.
+      "--heartbeat-ms", "1000", "--lost-worker-ms", "4000", "--data-dir", controller_data_dir()};
   options.argv.insert(options.argv.end(), controller_args_.begin(), controller_args_.end());
   options.capture_stdout = true;
   options.log_path = dir_ + "/controller.log";
@@ -79,6 +82,7 @@ void TestCluster::RestartController(const std::function<void()>& while_down) {
 }
 
 TestCluster::~TestCluster() {
+  for (auto& w : workers_) w->Signal(SIGCONT);  // a test may have left one stopped
   for (auto& w : workers_) w->Signal(SIGTERM);
   for (auto& w : workers_) w->Wait();
   controller_->Signal(SIGTERM);
@@ -119,10 +123,17 @@ std::string TestCluster::StartWorker(int cpu_slots, const std::vector<std::strin
 }
 
 void TestCluster::KillWorker(const std::string& id) {
+  SignalWorker(id, SIGKILL);
+  WorkerProcess(id)->Wait();
+}
+
+void TestCluster::SignalWorker(const std::string& id, int signal) {
+  WorkerProcess(id)->Signal(signal);
+}
+
+Subprocess* TestCluster::WorkerProcess(const std::string& id) const {
   // Ids are "worker-N", N counting from 1 in start order.
-  const size_t index = std::stoul(id.substr(id.rfind('-') + 1)) - 1;
-  workers_.at(index)->Signal(SIGKILL);
-  workers_.at(index)->Wait();
+  return workers_.at(std::stoul(id.substr(id.rfind('-') + 1)) - 1).get();
 }
 
 std::string TestCluster::controller_address() const {

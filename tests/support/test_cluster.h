@@ -35,6 +35,8 @@ class TestCluster {
   std::string WorkerLog(const std::string& id) const { return dir_ + "/" + id + ".log"; }
   // SIGKILLs the worker daemon `id` (its trainers die with it) and reaps it.
   void KillWorker(const std::string& id);
+  // Sends `signal` to the worker daemon `id` alone (not its trainers).
+  void SignalWorker(const std::string& id, int signal);
 
   // SIGKILLs the controller and starts it again on the same port and state
   // directory (a crash and restart); `while_down` runs in between.
@@ -63,6 +65,7 @@ class TestCluster {
 
  private:
   void StartController(int grpc_port);
+  Subprocess* WorkerProcess(const std::string& id) const;
 
   const std::vector<std::string> controller_args_;
   std::string dir_;

@@ -17,12 +17,15 @@
 #include "worker/engine/split_sweep.h"
 #include "worker/engine/thread_setup.h"
 #include "worker/engine/trainer.h"
+#include "worker/trainer/lease_watchdog.h"
 #include "worker/trainer/proto_event_sink.h"
+#include "worker/trainer/run_log.h"
 #include "worker/trainer/task_config.h"
 
 namespace {
 
 constexpr int kEventsFd = 3;
+constexpr int kLeaseFd = 4;
 std::atomic<bool> stop_requested{false};
 
 void RequestStop(int) { stop_requested.store(true); }
@@ -149,9 +152,18 @@ int main(int argc, char** argv) {
     sink.Exit(accumulus::v1::JOB_STATE_FAILED, config.status().message(), /*permanent=*/true);
     return 0;
   }
+  const std::string rank_name =
+      accumulus::trainer::DescribeRank(task.job_id(), task.attempt(), task.rank());
+  if (task.lease_ms() > 0) {
+    accumulus::trainer::StartLeaseWatchdog(kLeaseFd, std::chrono::milliseconds(task.lease_ms()),
+                                           rank_name);
+  }
+  accumulus::trainer::LogRunEvent(rank_name, "training starts");
   accumulus::engine::TrainOptions options;
   options.stop_requested = &stop_requested;
   const accumulus::Status status = accumulus::engine::Train(*config, &sink, options);
+  accumulus::trainer::LogRunEvent(
+      rank_name, "training stopped: " + (status.ok() ? std::string("done") : status.ToString()));
   if (status.ok()) {
     sink.Exit(accumulus::v1::JOB_STATE_SUCCEEDED, "");
   } else if (status.code() == accumulus::StatusCode::kCancelled) {

@@ -1,0 +1,39 @@
+// The worker's lease, enforced: while the controller keeps echoing the
+// worker's heartbeats (ControllerLink::LeaseHeld) the keeper renews every
+// trainer's lease, several times per trainer lease; the moment the worker's
+// lease lapses it kills the trainers (TrainerSupervisor::Fence) and stops
+// renewing. Whichever of the two processes is frozen, a rank stops within
+// the worker's lease plus the trainer's of the last heartbeat the controller
+// heard, which is before the controller declares the worker lost
+// (docs/operations.md, "Attempts, fencing and leases").
+#pragma once
+
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "worker/controller_link.h"
+#include "worker/trainer_supervisor.h"
+
+namespace accumulus::worker {
+
+class LeaseKeeper {
+ public:
+  LeaseKeeper(const ControllerLink* link, TrainerSupervisor* supervisor);
+  ~LeaseKeeper();  // Stop()s
+
+  void Start();
+  void Stop();
+
+ private:
+  void Run();
+
+  const ControllerLink* const link_;
+  TrainerSupervisor* const supervisor_;
+  std::thread thread_;
+  std::mutex mutex_;
+  std::condition_variable stop_;
+  bool stopping_ = false;  // guarded by mutex_
+};
+
+}  // namespace accumulus::worker
