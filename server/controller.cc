@@ -2,6 +2,8 @@
 
 #include <grpcpp/health_check_service_interface.h>
 
+#include "common/mutex.h"
+
 namespace accumulus::server {
 
 StatusOr<std::unique_ptr<Controller>> Controller::Start(const ControllerOptions& options) {
@@ -47,16 +49,7 @@ StatusOr<std::unique_ptr<Controller>> Controller::Start(const ControllerOptions&
   }
   c->server_->GetHealthCheckService()->SetServingStatus(true);
 
-  c->housekeeper_ = std::thread([controller = c.get()] {
-    std::unique_lock<std::mutex> lock(controller->housekeeper_mutex_);
-    while (!controller->housekeeper_wake_.wait_for(lock, std::chrono::milliseconds(100),
-                                                   [&] { return controller->housekeeper_stop_; })) {
-      lock.unlock();
-      controller->worker_link_service_->CloseSilentLinks();
-      controller->jobs_->Expire();
-      lock.lock();
-    }
-  });
+  c->housekeeper_ = std::thread([controller = c.get()] { controller->Housekeep(); });
 
   if (options.metrics_port >= 0) {
     auto exporter =
@@ -67,6 +60,20 @@ StatusOr<std::unique_ptr<Controller>> Controller::Start(const ControllerOptions&
   return c;
 }
 
+void Controller::Housekeep() {
+  while (true) {
+    {
+      MutexLock lock(&housekeeper_mutex_);
+      if (!housekeeper_stop_) {
+        housekeeper_wake_.WaitFor(&housekeeper_mutex_, std::chrono::milliseconds(100));
+      }
+      if (housekeeper_stop_) return;
+    }
+    worker_link_service_->CloseSilentLinks();
+    jobs_->Expire();
+  }
+}
+
 void Controller::Shutdown(std::chrono::milliseconds deadline) {
   if (shut_down_) return;
   shut_down_ = true;
@@ -75,10 +82,10 @@ void Controller::Shutdown(std::chrono::milliseconds deadline) {
   server_->Wait();
   exporter_.reset();
   {
-    std::lock_guard<std::mutex> lock(housekeeper_mutex_);
+    MutexLock lock(&housekeeper_mutex_);
     housekeeper_stop_ = true;
   }
-  housekeeper_wake_.notify_all();
+  housekeeper_wake_.NotifyAll();
   if (housekeeper_.joinable()) housekeeper_.join();
 }
 

@@ -13,6 +13,7 @@
 
 #include "common/metrics/http_exporter.h"
 #include "common/metrics/registry.h"
+#include "common/mutex.h"
 #include "common/status.h"
 #include "server/controller_metrics.h"
 #include "server/controller_service.h"
@@ -68,11 +69,13 @@ class Controller {
   int grpc_port_ = 0;
   bool shut_down_ = false;
   std::unique_ptr<JobStore> store_;
-  // Calls JobManager::Expire periodically until Shutdown.
+  // Every 100 ms until Shutdown: closes silent workers' links and calls
+  // JobManager::Expire.
+  void Housekeep() EXCLUDES(housekeeper_mutex_);
   std::thread housekeeper_;
-  std::mutex housekeeper_mutex_;
-  std::condition_variable housekeeper_wake_;
-  bool housekeeper_stop_ = false;
+  Mutex housekeeper_mutex_;
+  CondVar housekeeper_wake_;
+  bool housekeeper_stop_ GUARDED_BY(housekeeper_mutex_) = false;
 };
 
 }  // namespace accumulus::server

@@ -3,11 +3,12 @@
 #include <algorithm>
 
 #include "common/clock.h"
+#include "common/mutex.h"
 
 namespace accumulus::server {
 
 const v1::JobEvent& EventLog::Append(v1::JobEvent event, bool closes) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   event.set_job_id(job_id_);
   event.set_sequence(static_cast<int64_t>(events_.size()) + 1);
   if (!event.has_time()) {
@@ -22,32 +23,32 @@ const v1::JobEvent& EventLog::Append(v1::JobEvent event, bool closes) {
 void EventLog::Notify() {
   std::vector<std::shared_ptr<Listener>> listeners;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     listeners = listeners_;
   }
   for (const auto& l : listeners) l->OnEventsAvailable();
 }
 
 bool EventLog::Read(int64_t after, v1::JobEvent* out) const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   if (after < 0 || after >= static_cast<int64_t>(events_.size())) return false;
   *out = events_[static_cast<size_t>(after)];
   return true;
 }
 
 int64_t EventLog::last_sequence() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   return static_cast<int64_t>(events_.size());
 }
 
 void EventLog::Restore(std::vector<v1::JobEvent> events, bool closed) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   events_ = std::move(events);
   closed_ = closed;
 }
 
 bool EventLog::HasRecent(const v1::JobEvent& event, size_t window) const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   const size_t from = events_.size() > window ? events_.size() - window : 0;
   for (size_t i = events_.size(); i > from; --i) {
     const v1::JobEvent& e = events_[i - 1];
@@ -60,17 +61,17 @@ bool EventLog::HasRecent(const v1::JobEvent& event, size_t window) const {
 }
 
 bool EventLog::closed() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   return closed_;
 }
 
 void EventLog::Subscribe(std::shared_ptr<Listener> listener) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   listeners_.push_back(std::move(listener));
 }
 
 void EventLog::Unsubscribe(const Listener* listener) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   listeners_.erase(std::remove_if(listeners_.begin(), listeners_.end(),
                                   [listener](const auto& l) { return l.get() == listener; }),
                    listeners_.end());

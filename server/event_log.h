@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "accumulus/v1/job.pb.h"
+#include "common/mutex.h"
 
 namespace accumulus::server {
 
@@ -53,11 +54,10 @@ class EventLog {
 
  private:
   const std::string job_id_;
-  mutable std::mutex mutex_;
-  // State below is protected by mutex_.
-  std::vector<v1::JobEvent> events_;  // events_[i].sequence() == i + 1
-  bool closed_ = false;
-  std::vector<std::shared_ptr<Listener>> listeners_;
+  mutable Mutex mutex_;
+  std::vector<v1::JobEvent> events_ GUARDED_BY(mutex_);  // events_[i].sequence() == i + 1
+  bool closed_ GUARDED_BY(mutex_) = false;
+  std::vector<std::shared_ptr<Listener>> listeners_ GUARDED_BY(mutex_);
 };
 
 }  // namespace accumulus::server

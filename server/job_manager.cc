@@ -39,7 +39,7 @@ StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& input) {
   Touched touched;
   v1::Job job;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     const std::string id = "job-" + std::to_string(next_job_number_++);
     JobRecord& record = jobs_[id];
     record.log = std::make_shared<EventLog>(id);
@@ -66,14 +66,14 @@ StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& input) {
 }
 
 StatusOr<v1::Job> JobManager::Get(const std::string& job_id) const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) return Status::NotFound("no job \"" + job_id + "\"");
   return it->second.job;
 }
 
 std::vector<v1::Job> JobManager::List() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   std::vector<v1::Job> out;
   for (const auto& id : job_order_) out.push_back(jobs_.at(id).job);
   return out;
@@ -83,7 +83,7 @@ StatusOr<v1::Job> JobManager::Cancel(const std::string& job_id, const std::strin
   Touched touched;
   v1::Job job;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     JobRecord* record = FindLocked(job_id);
     if (record == nullptr) return Status::NotFound("no job \"" + job_id + "\"");
     const v1::JobState state = record->job.state();
@@ -109,7 +109,7 @@ StatusOr<v1::Job> JobManager::Resume(const std::string& job_id) {
   Touched touched;
   v1::Job job;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     JobRecord* record = FindLocked(job_id);
     if (record == nullptr) return Status::NotFound("no job \"" + job_id + "\"");
     v1::Job& current = record->job;
@@ -144,14 +144,14 @@ StatusOr<v1::Job> JobManager::Resume(const std::string& job_id) {
 }
 
 StatusOr<std::shared_ptr<EventLog>> JobManager::Events(const std::string& job_id) const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) return Status::NotFound("no job \"" + job_id + "\"");
   return it->second.log;
 }
 
 std::vector<v1::WorkerInfo> JobManager::Workers() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   std::vector<v1::WorkerInfo> out;
   for (const auto& [id, w] : workers_) {
     v1::WorkerInfo info;
@@ -170,7 +170,7 @@ Status JobManager::Recover(std::chrono::milliseconds worker_grace) {
   if (store_ == nullptr) return Status::Ok();
   StatusOr<std::vector<JobStore::StoredJob>> stored = store_->Load();
   if (!stored.ok()) return stored.status();
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   const auto deadline = std::chrono::steady_clock::now() + worker_grace;
   for (JobStore::StoredJob& s : *stored) {
     const std::string id = s.job.id();
@@ -213,7 +213,7 @@ Status JobManager::Recover(std::chrono::milliseconds worker_grace) {
 void JobManager::Expire() {
   Touched touched;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     ReleaseExpiredFencesLocked(&touched);
     PruneFinishedLocked();
     const auto now = std::chrono::steady_clock::now();
@@ -296,7 +296,7 @@ uint64_t JobManager::WorkerConnected(const v1::Register& registration, WorkerSen
   Touched touched;
   uint64_t session = 0;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     const std::string& id = registration.worker_id();
     const std::set<std::string> still_running(registration.running_job_ids().begin(),
                                               registration.running_job_ids().end());
@@ -387,7 +387,7 @@ void JobManager::WorkerGone(const std::string& worker_id, uint64_t session,
                             std::chrono::steady_clock::time_point fence_until) {
   Touched touched;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     auto it = workers_.find(worker_id);
     if (it == workers_.end() || it->second.session != session) return;  // replaced
     // A copy: losing ranks takes the job out of the worker's set.
@@ -416,7 +416,7 @@ void JobManager::WorkerGone(const std::string& worker_id, uint64_t session,
 void JobManager::RecordEvents(const std::string& worker_id, const v1::TrainerEvents& events) {
   Touched touched;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     RecordEventsLocked(worker_id, events, &touched);
   }
   NotifyAll(touched);
@@ -487,7 +487,7 @@ void JobManager::RecordEventsLocked(const std::string& worker_id, const v1::Trai
 void JobManager::RecordStatus(const std::string& worker_id, const v1::AssignmentStatus& status) {
   Touched touched;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     RecordStatusLocked(worker_id, status, &touched);
   }
   NotifyAll(touched);

@@ -1,7 +1,8 @@
 // The controller's state: jobs, their event logs, connected workers and the
 // device slots they hold; and the rules that move jobs between states.
 //
-// One mutex guards everything; no call blocks while holding it (messages to
+// One mutex guards everything (the compiler checks which member needs it:
+// GUARDED_BY, REQUIRES); no call blocks while holding it (messages to
 // workers are queued, watchers are told after it is released).
 #pragma once
 
@@ -11,7 +12,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <tuple>
@@ -20,6 +20,7 @@
 
 #include "accumulus/v1/controller.pb.h"
 #include "accumulus/v1/worker.pb.h"
+#include "common/mutex.h"
 #include "common/status.h"
 #include "server/controller_metrics.h"
 #include "server/event_log.h"
@@ -40,44 +41,48 @@ class JobManager {
   // Rebuilds the jobs and their event logs from the store (a controller
   // restart). Queued jobs queue again; placed ones wait for their workers to
   // reconnect and report them, for up to `worker_grace` (Expire()).
-  Status Recover(std::chrono::milliseconds worker_grace);
+  Status Recover(std::chrono::milliseconds worker_grace) EXCLUDES(mutex_);
   // Ranks on workers that did not come back within the grace are lost (the
   // job restarts or fails). Called periodically.
-  void Expire();
+  void Expire() EXCLUDES(mutex_);
   // How many finished jobs (and their events) to keep, in memory and in the
   // store; the oldest beyond go at the next Expire(). 0: all.
-  void set_keep_finished(int64_t keep) { keep_finished_ = keep; }
+  void set_keep_finished(int64_t keep) EXCLUDES(mutex_) {
+    MutexLock lock(&mutex_);
+    keep_finished_ = keep;
+  }
 
   // Client API ---------------------------------------------------------------
 
   // Validates the spec (INVALID_ARGUMENT naming the field and value), queues
   // the job and places it if a worker has room.
-  StatusOr<v1::Job> Submit(const v1::JobSpec& spec);
-  StatusOr<v1::Job> Get(const std::string& job_id) const;
-  std::vector<v1::Job> List() const;
+  StatusOr<v1::Job> Submit(const v1::JobSpec& spec) EXCLUDES(mutex_);
+  StatusOr<v1::Job> Get(const std::string& job_id) const EXCLUDES(mutex_);
+  std::vector<v1::Job> List() const EXCLUDES(mutex_);
   // QUEUED jobs end CANCELLED at once; placed ones go CANCELLING until their
   // worker confirms. FAILED_PRECONDITION for finished jobs.
-  StatusOr<v1::Job> Cancel(const std::string& job_id, const std::string& reason);
+  StatusOr<v1::Job> Cancel(const std::string& job_id, const std::string& reason) EXCLUDES(mutex_);
   // A cancelled or failed job queued again as a new attempt (resuming from
   // its newest checkpoint); FAILED_PRECONDITION for any other state.
-  StatusOr<v1::Job> Resume(const std::string& job_id);
-  StatusOr<std::shared_ptr<EventLog>> Events(const std::string& job_id) const;
-  std::vector<v1::WorkerInfo> Workers() const;
+  StatusOr<v1::Job> Resume(const std::string& job_id) EXCLUDES(mutex_);
+  StatusOr<std::shared_ptr<EventLog>> Events(const std::string& job_id) const EXCLUDES(mutex_);
+  std::vector<v1::WorkerInfo> Workers() const EXCLUDES(mutex_);
 
   // Worker link ---------------------------------------------------------------
 
   // A worker (re)connected. Returns a session number for WorkerGone. A worker
   // that reconnects replaces its previous session; jobs with ranks there that
   // it no longer reports as running fail.
-  uint64_t WorkerConnected(const v1::Register& registration, WorkerSender sender);
+  uint64_t WorkerConnected(const v1::Register& registration, WorkerSender sender) EXCLUDES(mutex_);
   // The link of `session` ended: the attempts of jobs with ranks there end
   // (they restart or fail), but those ranks may run on until their leases
   // lapse, so their slots stay fenced — the job is not placed again — until
   // `fence_until`, or until the worker reconnects and reports them stopped.
   void WorkerGone(const std::string& worker_id, uint64_t session, const std::string& reason,
-                  std::chrono::steady_clock::time_point fence_until);
-  void RecordEvents(const std::string& worker_id, const v1::TrainerEvents& events);
-  void RecordStatus(const std::string& worker_id, const v1::AssignmentStatus& status);
+                  std::chrono::steady_clock::time_point fence_until) EXCLUDES(mutex_);
+  void RecordEvents(const std::string& worker_id, const v1::TrainerEvents& events) EXCLUDES(mutex_);
+  void RecordStatus(const std::string& worker_id, const v1::AssignmentStatus& status)
+      EXCLUDES(mutex_);
 
  private:
   struct JobRecord {
@@ -124,80 +129,84 @@ class JobManager {
   // Logs to notify once the mutex is released.
   using Touched = std::vector<std::shared_ptr<EventLog>>;
 
-  JobRecord* FindLocked(const std::string& job_id);
+  JobRecord* FindLocked(const std::string& job_id) REQUIRES(mutex_);
   void SetStateLocked(JobRecord* record, v1::JobState state, const std::string& reason,
-                      Touched* touched);
+                      Touched* touched) REQUIRES(mutex_);
   // The ranks of `record` on `worker_id` ended (reported or lost): frees
   // their slots, and the rendezvous port once no rank is left.
-  void WorkerLeftJobLocked(JobRecord* record, const std::string& worker_id);
+  void WorkerLeftJobLocked(JobRecord* record, const std::string& worker_id) REQUIRES(mutex_);
   // A rank of the job ended badly: the attempt is over and its other ranks
   // are stopped. The job restarts (RESTARTING, then queued again once its
   // ranks have stopped) when the failure is not permanent and restarts are
   // left; otherwise it fails (or, while cancelling, is cancelled).
   void EndJobEarlyLocked(JobRecord* record, v1::JobState state, const std::string& reason,
-                         bool permanent, Touched* touched);
+                         bool permanent, Touched* touched) REQUIRES(mutex_);
   // Queues a RESTARTING job again once none of its ranks holds a slot.
-  void RequeueIfStoppedLocked(JobRecord* record, Touched* touched);
-  void SendCancelLocked(const JobRecord& record, const std::string& reason);
-  bool PlaceLocked(JobRecord* record, Touched* touched);
-  void ScheduleLocked(Touched* touched);
+  void RequeueIfStoppedLocked(JobRecord* record, Touched* touched) REQUIRES(mutex_);
+  void SendCancelLocked(const JobRecord& record, const std::string& reason) REQUIRES(mutex_);
+  bool PlaceLocked(JobRecord* record, Touched* touched) REQUIRES(mutex_);
+  void ScheduleLocked(Touched* touched) REQUIRES(mutex_);
   // An event the job already has: a worker resends its most recent messages
   // after a reconnect, not knowing which ones the controller recorded.
-  bool IsDuplicateLocked(const JobRecord& record, const v1::JobEvent& event) const;
-  void MergeStepLocked(JobRecord* record, const std::string& worker_id, v1::JobEvent event);
-  void RecordStepLocked(JobRecord* record, v1::JobEvent event);
-  void RecordRankMemoryLocked(const std::string& job_id, const v1::RankStepMetrics& rank);
+  bool IsDuplicateLocked(const JobRecord& record, const v1::JobEvent& event) const REQUIRES(mutex_);
+  void MergeStepLocked(JobRecord* record, const std::string& worker_id, v1::JobEvent event)
+      REQUIRES(mutex_);
+  void RecordStepLocked(JobRecord* record, v1::JobEvent event) REQUIRES(mutex_);
+  void RecordRankMemoryLocked(const std::string& job_id, const v1::RankStepMetrics& rank)
+      REQUIRES(mutex_);
   // Appends to the job's log and records the job and the event durably
   // (at once, or at the batch's FlushLocked while batching_).
-  void AppendLocked(JobRecord* record, v1::JobEvent event, bool closes);
-  void FlushLocked();
+  void AppendLocked(JobRecord* record, v1::JobEvent event, bool closes) REQUIRES(mutex_);
+  void FlushLocked() REQUIRES(mutex_);
   // The ranks of `record` on `worker_id` are gone: the attempt ends.
   void LoseRanksLocked(JobRecord* record, const std::string& worker_id, const std::string& reason,
-                       Touched* touched);
+                       Touched* touched) REQUIRES(mutex_);
   void RecordEventsLocked(const std::string& worker_id, const v1::TrainerEvents& events,
-                          Touched* touched);
+                          Touched* touched) REQUIRES(mutex_);
   void RecordStatusLocked(const std::string& worker_id, const v1::AssignmentStatus& status,
-                          Touched* touched);
+                          Touched* touched) REQUIRES(mutex_);
   // A superseded attempt's rank ended: said in the stream (as stale), and
   // the slots it held as a fence are freed.
   void RecordStaleStatusLocked(JobRecord* record, const std::string& worker_id,
-                               const v1::AssignmentStatus& status, Touched* touched);
+                               const v1::AssignmentStatus& status, Touched* touched)
+      REQUIRES(mutex_);
   // Ends fences whose time has come (Expire).
-  void ReleaseExpiredFencesLocked(Touched* touched);
+  void ReleaseExpiredFencesLocked(Touched* touched) REQUIRES(mutex_);
   // Whether events from `worker_id` of `attempt` (0: untagged) belong to a
   // superseded or ended attempt.
-  bool IsStaleLocked(const JobRecord& record, const std::string& worker_id, int32_t attempt) const;
+  bool IsStaleLocked(const JobRecord& record, const std::string& worker_id, int32_t attempt) const
+      REQUIRES(mutex_);
   // Records a superseded attempt's events as such (stale, with their
   // attempt), each once; they change nothing else.
-  void RecordStaleLocked(JobRecord* record, const v1::TrainerEvents& events);
-  void UpdateGaugesLocked();
-  void PruneFinishedLocked();
+  void RecordStaleLocked(JobRecord* record, const v1::TrainerEvents& events) REQUIRES(mutex_);
+  void UpdateGaugesLocked() REQUIRES(mutex_);
+  void PruneFinishedLocked() REQUIRES(mutex_);
   static void NotifyAll(const Touched& touched);
 
   ControllerMetrics* const metrics_;
   JobStore* const store_;
 
-  mutable std::mutex mutex_;
-  // State below is protected by mutex_.
-  std::map<std::string, JobRecord> jobs_;
-  std::vector<std::string> job_order_;  // submission order
-  std::vector<std::string> queue_;      // QUEUED jobs, FIFO
-  std::deque<std::string> finished_;    // ended jobs, oldest first (retention)
-  std::map<std::string, WorkerRecord> workers_;
-  int64_t next_job_number_ = 1;
-  int64_t keep_finished_ = 0;
+  mutable Mutex mutex_;
+  std::map<std::string, JobRecord> jobs_ GUARDED_BY(mutex_);
+  std::vector<std::string> job_order_ GUARDED_BY(mutex_);  // submission order
+  std::vector<std::string> queue_ GUARDED_BY(mutex_);      // QUEUED jobs, FIFO
+  // Ended jobs, oldest first (retention).
+  std::deque<std::string> finished_ GUARDED_BY(mutex_);
+  std::map<std::string, WorkerRecord> workers_ GUARDED_BY(mutex_);
+  int64_t next_job_number_ GUARDED_BY(mutex_) = 1;
+  int64_t keep_finished_ GUARDED_BY(mutex_) = 0;
   // Events numbered but not yet recorded and appended (see AppendLocked).
   struct PendingEvent {
     JobRecord* record;
     v1::JobEvent event;
     bool closes;
   };
-  std::vector<PendingEvent> unflushed_;
-  bool batching_ = false;
+  std::vector<PendingEvent> unflushed_ GUARDED_BY(mutex_);
+  bool batching_ GUARDED_BY(mutex_) = false;
   // After a restart: workers that recovered jobs have ranks on, and until
   // when they may reconnect to claim them.
-  std::map<std::string, std::chrono::steady_clock::time_point> awaited_workers_;
-  uint64_t next_session_ = 1;
+  std::map<std::string, std::chrono::steady_clock::time_point> awaited_workers_ GUARDED_BY(mutex_);
+  uint64_t next_session_ GUARDED_BY(mutex_) = 1;
 };
 
 }  // namespace accumulus::server

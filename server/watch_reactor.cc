@@ -1,5 +1,7 @@
 #include "server/watch_reactor.h"
 
+#include "common/mutex.h"
+
 namespace accumulus::server {
 
 WatchReactor::WatchReactor(std::shared_ptr<EventLog> log, int64_t after_sequence,
@@ -14,12 +16,12 @@ WatchReactor::WatchReactor(std::shared_ptr<EventLog> log, int64_t after_sequence
 }
 
 void WatchReactor::Link::OnEventsAvailable() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   if (reactor_ != nullptr) reactor_->Pump();
 }
 
 void WatchReactor::Link::Detach() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   reactor_ = nullptr;
 }
 
@@ -27,7 +29,7 @@ void WatchReactor::Pump() {
   enum { kNothing, kWrite, kFinish } action = kNothing;
   grpc::WriteOptions options;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     if (writing_ || cancelled_ || finish_called_) return;
     if (log_->Read(sent_through_, &message_)) {
       writing_ = true;
@@ -54,7 +56,7 @@ void WatchReactor::Pump() {
 void WatchReactor::OnWriteDone(bool ok) {
   bool finish = false;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     writing_ = false;
     if (!ok) cancelled_ = true;
     if (cancelled_ && !finish_called_) finish_called_ = finish = true;
@@ -69,7 +71,7 @@ void WatchReactor::OnWriteDone(bool ok) {
 void WatchReactor::OnCancel() {
   bool finish = false;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     cancelled_ = true;
     // With a write in flight, its OnWriteDone finishes instead.
     if (!writing_ && !finish_called_) finish_called_ = finish = true;

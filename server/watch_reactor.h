@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "accumulus/v1/job.pb.h"
+#include "common/mutex.h"
 #include "server/controller_metrics.h"
 #include "server/event_log.h"
 
@@ -34,8 +35,8 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::JobEvent> {
     void Detach();
 
    private:
-    std::mutex mutex_;
-    WatchReactor* reactor_;  // GUARDED_BY(mutex_)
+    Mutex mutex_;
+    WatchReactor* reactor_ GUARDED_BY(mutex_);
   };
 
   // Starts the next write, or finishes once the log is closed and drained.
@@ -45,14 +46,13 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::JobEvent> {
   ControllerMetrics* const metrics_;
   std::shared_ptr<Link> link_;
 
-  std::mutex mutex_;
-  // State below is protected by mutex_.
-  int64_t sent_through_;  // sequence number of the last event written
-  bool writing_ = false;
-  bool wrote_any_ = false;
-  bool cancelled_ = false;
-  bool finish_called_ = false;  // gRPC needs exactly one Finish
-  v1::JobEvent message_;        // owned by gRPC between StartWrite and OnWriteDone
+  Mutex mutex_;
+  int64_t sent_through_ GUARDED_BY(mutex_);  // sequence number of the last event written
+  bool writing_ GUARDED_BY(mutex_) = false;
+  bool wrote_any_ GUARDED_BY(mutex_) = false;
+  bool cancelled_ GUARDED_BY(mutex_) = false;
+  bool finish_called_ GUARDED_BY(mutex_) = false;  // gRPC needs exactly one Finish
+  v1::JobEvent message_ GUARDED_BY(mutex_);  // owned by gRPC between StartWrite and OnWriteDone
 };
 
 }  // namespace accumulus::server

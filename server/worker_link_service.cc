@@ -9,6 +9,8 @@
 #include <mutex>
 #include <vector>
 
+#include "common/mutex.h"
+
 namespace accumulus::server {
 namespace {
 
@@ -32,7 +34,7 @@ class LinkReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1::
         handle_(new SendHandle(this)),
         last_heard_us_(SteadyMicros()) {
     {
-      std::lock_guard<std::mutex> lock(service_->mutex_);
+      MutexLock lock(&service_->mutex_);
       service_->live_.insert(this);
     }
     StartRead(&incoming_);
@@ -73,7 +75,7 @@ class LinkReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1::
     const v1::ControllerMessage* next = nullptr;
     grpc::Status status;
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      MutexLock lock(&mutex_);
       outbox_.pop_front();
       writing_ = false;
       if (!ok) closing_ = true;
@@ -100,7 +102,12 @@ class LinkReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1::
       // lost-worker timeout has passed since the last message it sent.
       const auto last_heard =
           std::chrono::steady_clock::time_point(std::chrono::microseconds(last_heard_us_.load()));
-      jobs_->WorkerGone(worker_id_, session_, close_reason_,
+      std::string reason;
+      {
+        MutexLock lock(&mutex_);
+        reason = close_reason_;
+      }
+      jobs_->WorkerGone(worker_id_, session_, reason,
                         last_heard + std::chrono::milliseconds(service_->lost_after_ms_));
     }
     Unref();
@@ -112,17 +119,17 @@ class LinkReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1::
    public:
     explicit SendHandle(LinkReactor* reactor) : reactor_(reactor) {}
     void Send(const v1::ControllerMessage& message) {
-      std::lock_guard<std::mutex> lock(mutex_);
+      MutexLock lock(&mutex_);
       if (reactor_ != nullptr) reactor_->Send(message);
     }
     void Detach() {
-      std::lock_guard<std::mutex> lock(mutex_);
+      MutexLock lock(&mutex_);
       reactor_ = nullptr;
     }
 
    private:
-    std::mutex mutex_;
-    LinkReactor* reactor_;  // GUARDED_BY(mutex_)
+    Mutex mutex_;
+    LinkReactor* reactor_ GUARDED_BY(mutex_);
   };
 
   // Returns false when the link was closed because of the message.
@@ -168,7 +175,7 @@ class LinkReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1::
   void Send(const v1::ControllerMessage& message) {
     const v1::ControllerMessage* next = nullptr;
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      MutexLock lock(&mutex_);
       if (closing_) return;
       outbox_.push_back(message);
       if (writing_) return;
@@ -181,7 +188,7 @@ class LinkReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1::
   void CloseWith(const grpc::Status& status, const std::string& reason) {
     bool finish = false;
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      MutexLock lock(&mutex_);
       if (closing_) return;
       closing_ = true;
       close_status_ = status;
@@ -201,15 +208,14 @@ class LinkReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1::
   std::string worker_id_;       // set by the first read, then constant
   uint64_t session_ = 0;        // likewise
 
-  std::mutex mutex_;
-  // State below is protected by mutex_ (the front of outbox_ belongs to gRPC
+  Mutex mutex_;
   // while writing_).
-  std::deque<v1::ControllerMessage> outbox_;
-  bool writing_ = false;
-  bool closing_ = false;
-  bool finish_called_ = false;
-  grpc::Status close_status_;
-  std::string close_reason_ = "link closed";
+  std::deque<v1::ControllerMessage> outbox_ GUARDED_BY(mutex_);
+  bool writing_ GUARDED_BY(mutex_) = false;
+  bool closing_ GUARDED_BY(mutex_) = false;
+  bool finish_called_ GUARDED_BY(mutex_) = false;
+  grpc::Status close_status_ GUARDED_BY(mutex_);
+  std::string close_reason_ GUARDED_BY(mutex_) = "link closed";
 };
 
 grpc::ServerBidiReactor<v1::WorkerMessage, v1::ControllerMessage>* WorkerLinkService::Connect(
@@ -221,7 +227,7 @@ void WorkerLinkService::CloseSilentLinks() {
   std::vector<LinkReactor*> silent;
   {
     // A reactor leaves live_ (in OnDone) before its last reference goes.
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     for (LinkReactor* reactor : live_) {
       if (!reactor->SilentFor(std::chrono::milliseconds(lost_after_ms_))) continue;
       reactor->Ref();
@@ -236,7 +242,7 @@ void WorkerLinkService::CloseSilentLinks() {
 }
 
 void WorkerLinkService::Forget(LinkReactor* reactor) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   live_.erase(reactor);
 }
 

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "accumulus/v1/worker.grpc.pb.h"
+#include "common/mutex.h"
 #include "server/job_manager.h"
 
 namespace accumulus::server {
@@ -36,8 +37,8 @@ class WorkerLinkService final : public v1::WorkerLink::CallbackService {
   JobManager* const jobs_;
   const int heartbeat_interval_ms_;
   const int lost_after_ms_;
-  std::mutex mutex_;
-  std::set<LinkReactor*> live_;  // guarded by mutex_; each removes itself in OnDone
+  Mutex mutex_;
+  std::set<LinkReactor*> live_ GUARDED_BY(mutex_);  // each removes itself in OnDone
 };
 
 }  // namespace accumulus::server

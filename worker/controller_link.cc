@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <set>
 
+#include "common/mutex.h"
+
 namespace accumulus::worker {
 namespace {
 
@@ -42,17 +44,17 @@ void ControllerLink::Start() {
 
 void ControllerLink::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     stopping_ = true;
     if (context_ != nullptr) context_->TryCancel();
   }
-  changed_.notify_all();
+  changed_.NotifyAll();
   if (thread_.joinable()) thread_.join();
 }
 
 void ControllerLink::Send(v1::WorkerMessage message) {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     outbox_.push_back(std::move(message));
     if (outbox_.size() > options_.max_buffered) {
       // The oldest event goes first: a job's status (how it ended) is kept.
@@ -69,16 +71,16 @@ void ControllerLink::Send(v1::WorkerMessage message) {
       }
     }
   }
-  changed_.notify_all();
+  changed_.NotifyAll();
 }
 
 bool ControllerLink::LeaseHeld() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   return std::chrono::steady_clock::now() < lease_until_;
 }
 
 std::chrono::milliseconds ControllerLink::lease() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   return lease_;
 }
 
@@ -96,7 +98,7 @@ std::chrono::milliseconds ControllerLink::ResolveLease(int lost_after_ms) const 
 }
 
 void ControllerLink::Renew(int64_t sent_at_us) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   const auto until =
       std::chrono::steady_clock::time_point(std::chrono::microseconds(sent_at_us)) + lease_;
   lease_until_ = std::max(lease_until_, until);
@@ -109,7 +111,7 @@ void ControllerLink::Run() {
   while (true) {
     const auto started = std::chrono::steady_clock::now();
     const bool registered = RunSession();
-    std::unique_lock<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     if (stopping_) return;
     if (registered && std::chrono::steady_clock::now() - started > options_.max_backoff) {
       backoff = options_.initial_backoff;  // it lasted: the next break is news
@@ -118,7 +120,9 @@ void ControllerLink::Run() {
     spdlog::info("controller {}: session ended at once; retrying in {} ms",
                  options_.controller_address, backoff.count());
     // A timed wait is the backoff itself; Stop() cuts it short.
-    changed_.wait_for(lock, backoff, [this] { return stopping_; });
+    const auto deadline = std::chrono::steady_clock::now() + backoff;
+    while (!stopping_ && changed_.WaitUntil(&mutex_, deadline)) {
+    }
     if (stopping_) return;
     backoff = std::min(options_.max_backoff, backoff * 2);
   }
@@ -127,7 +131,7 @@ void ControllerLink::Run() {
 bool ControllerLink::RunSession() {
   grpc::ClientContext context;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     if (stopping_) return false;
     context_ = &context;
   }
@@ -140,7 +144,7 @@ bool ControllerLink::RunSession() {
   std::set<std::string> running;
   for (const std::string& id : running_jobs_()) running.insert(id);
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     outbox_.insert(outbox_.begin(), sent_window_.begin(), sent_window_.end());
     sent_window_.clear();
     // A job whose end the controller has not heard of yet still counts as
@@ -164,7 +168,7 @@ bool ControllerLink::RunSession() {
   if (stream->Write(hello) && stream->Read(&reply) && reply.has_registered()) {
     registered = true;
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      MutexLock lock(&mutex_);
       lease_ = ResolveLease(reply.registered().lost_after_ms());
     }
     Renew(MonotonicMicros(hello_sent));
@@ -174,7 +178,7 @@ bool ControllerLink::RunSession() {
         options_.controller_address, reply.registered().worker_id(),
         reply.registered().lost_after_ms(), lease().count(), trainer_lease().count());
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      MutexLock lock(&mutex_);
       session_live_ = true;
       // Told; counts of drops after this point go in the next registration.
       for (const auto& d : hello.register_().dropped()) {
@@ -194,15 +198,15 @@ bool ControllerLink::RunSession() {
       }
     }
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      MutexLock lock(&mutex_);
       session_live_ = false;
     }
-    changed_.notify_all();
+    changed_.NotifyAll();
     context.TryCancel();
     writer.join();
   }
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     context_ = nullptr;
   }
   const grpc::Status status = stream->Finish();
@@ -214,40 +218,51 @@ namespace {
 constexpr int kMaxEventsPerMessage = 256;
 }  // namespace
 
+bool ControllerLink::NextMessageLocked(std::chrono::milliseconds heartbeat_interval,
+                                       std::chrono::steady_clock::time_point* next_heartbeat,
+                                       v1::WorkerMessage* message) {
+  while (session_live_ && !stopping_) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= *next_heartbeat) {
+      // Due whatever else is queued: the lease depends on its echo.
+      message->mutable_heartbeat()->set_sent_at_us(MonotonicMicros(now));
+      *next_heartbeat = now + heartbeat_interval;
+      return true;
+    }
+    if (outbox_.empty()) {
+      // Idle: wake for a message, for the end, or for the next heartbeat.
+      changed_.WaitUntil(&mutex_, *next_heartbeat);
+      continue;
+    }
+    *message = std::move(outbox_.front());
+    outbox_.pop_front();
+    // Events of one job queued behind each other travel as one message
+    // (the controller records them in one transaction).
+    while (message->has_events() && !outbox_.empty() && outbox_.front().has_events() &&
+           outbox_.front().events().job_id() == message->events().job_id() &&
+           message->events().events_size() < kMaxEventsPerMessage) {
+      for (auto& e : *outbox_.front().mutable_events()->mutable_events()) {
+        *message->mutable_events()->add_events() = std::move(e);
+      }
+      outbox_.pop_front();
+    }
+    return true;
+  }
+  return false;
+}
+
 void ControllerLink::WriteLoop(
     grpc::ClientReaderWriter<v1::WorkerMessage, v1::ControllerMessage>* stream, int heartbeat_ms) {
   const auto interval = std::chrono::milliseconds(std::max(20, heartbeat_ms));
   auto next_heartbeat = std::chrono::steady_clock::now();
-  std::unique_lock<std::mutex> lock(mutex_);
-  while (session_live_ && !stopping_) {
+  while (true) {
     v1::WorkerMessage message;
-    const auto now = std::chrono::steady_clock::now();
-    if (now >= next_heartbeat) {
-      // Due whatever else is queued: the lease depends on its echo.
-      message.mutable_heartbeat()->set_sent_at_us(MonotonicMicros(now));
-      next_heartbeat = now + interval;
-    } else if (outbox_.empty()) {
-      // Idle: wake for a message, for the end, or for the next heartbeat.
-      changed_.wait_until(lock, next_heartbeat,
-                          [this] { return !outbox_.empty() || !session_live_ || stopping_; });
-      continue;
-    } else {
-      message = std::move(outbox_.front());
-      outbox_.pop_front();
-      // Events of one job queued behind each other travel as one message
-      // (the controller records them in one transaction).
-      while (message.has_events() && !outbox_.empty() && outbox_.front().has_events() &&
-             outbox_.front().events().job_id() == message.events().job_id() &&
-             message.events().events_size() < kMaxEventsPerMessage) {
-        for (auto& e : *outbox_.front().mutable_events()->mutable_events()) {
-          *message.mutable_events()->add_events() = std::move(e);
-        }
-        outbox_.pop_front();
-      }
+    {
+      MutexLock lock(&mutex_);
+      if (!NextMessageLocked(interval, &next_heartbeat, &message)) return;
     }
-    lock.unlock();
-    const bool ok = stream->Write(message);
-    lock.lock();
+    const bool ok = stream->Write(message);  // blocks: without the lock
+    MutexLock lock(&mutex_);
     if (!ok) {
       // Not delivered: keep it for the next session.
       if (!message.has_heartbeat()) outbox_.push_front(std::move(message));

@@ -15,7 +15,6 @@
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
-#include <condition_variable>
 #include <deque>
 #include <functional>
 #include <map>
@@ -25,6 +24,7 @@
 #include <thread>
 
 #include "accumulus/v1/worker.grpc.pb.h"
+#include "common/mutex.h"
 
 namespace accumulus::worker {
 
@@ -59,23 +59,28 @@ class ControllerLink {
   ~ControllerLink();  // Stop()s.
 
   void Start();
-  void Stop();
+  void Stop() EXCLUDES(mutex_);
   // Queues a message for the controller.
-  void Send(v1::WorkerMessage message);
+  void Send(v1::WorkerMessage message) EXCLUDES(mutex_);
 
   // Whether the lease holds now: the controller echoed a heartbeat sent
   // less than a lease ago (or the registration was answered that recently).
-  bool LeaseHeld() const;
+  bool LeaseHeld() const EXCLUDES(mutex_);
   // The lease in force (0 before the first registration), and the one the
   // worker gives its trainers: half of it.
-  std::chrono::milliseconds lease() const;
+  std::chrono::milliseconds lease() const EXCLUDES(mutex_);
   std::chrono::milliseconds trainer_lease() const { return lease() / 2; }
 
  private:
   // One connection attempt through its end; true if it registered.
   bool RunSession();
   void WriteLoop(grpc::ClientReaderWriter<v1::WorkerMessage, v1::ControllerMessage>* stream,
-                 int heartbeat_ms);
+                 int heartbeat_ms) EXCLUDES(mutex_);
+  // The next message to write (a heartbeat when one is due), waiting for
+  // one; false once the session or the link ends.
+  bool NextMessageLocked(std::chrono::milliseconds heartbeat_interval,
+                         std::chrono::steady_clock::time_point* next_heartbeat,
+                         v1::WorkerMessage* message) REQUIRES(mutex_);
   void Run();
 
   const LinkOptions options_;
@@ -87,24 +92,23 @@ class ControllerLink {
   std::thread thread_;
 
   // The lease for `lost_after_ms`, from options_.lease (see LinkOptions).
-  std::chrono::milliseconds ResolveLease(int lost_after_ms) const;
+  std::chrono::milliseconds ResolveLease(int lost_after_ms) const;  // no lock needed
   // An echo of a heartbeat sent at `sent_at_us` arrived: the lease runs
   // until then plus lease_.
-  void Renew(int64_t sent_at_us);
+  void Renew(int64_t sent_at_us) EXCLUDES(mutex_);
 
-  mutable std::mutex mutex_;
-  std::condition_variable changed_;
-  // State below is protected by mutex_.
-  std::deque<v1::WorkerMessage> outbox_;
-  std::deque<v1::WorkerMessage> sent_window_;  // written, maybe not recorded
-  bool stopping_ = false;
-  bool session_live_ = false;
-  grpc::ClientContext* context_ = nullptr;  // of the live session, for Stop
-  uint64_t dropped_ = 0;
+  mutable Mutex mutex_;
+  CondVar changed_;
+  std::deque<v1::WorkerMessage> outbox_ GUARDED_BY(mutex_);
+  std::deque<v1::WorkerMessage> sent_window_ GUARDED_BY(mutex_);  // written, maybe not recorded
+  bool stopping_ GUARDED_BY(mutex_) = false;
+  bool session_live_ GUARDED_BY(mutex_) = false;
+  grpc::ClientContext* context_ GUARDED_BY(mutex_) = nullptr;  // of the live session, for Stop
+  uint64_t dropped_ GUARDED_BY(mutex_) = 0;
   // Dropped since the last registration, by job: told to the controller.
-  std::map<std::string, int64_t> dropped_by_job_;
-  std::chrono::milliseconds lease_{0};
-  std::chrono::steady_clock::time_point lease_until_{};
+  std::map<std::string, int64_t> dropped_by_job_ GUARDED_BY(mutex_);
+  std::chrono::milliseconds lease_ GUARDED_BY(mutex_) = std::chrono::milliseconds(0);
+  std::chrono::steady_clock::time_point lease_until_ GUARDED_BY(mutex_);
 };
 
 }  // namespace accumulus::worker

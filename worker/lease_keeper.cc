@@ -6,6 +6,8 @@
 #include <chrono>
 #include <string>
 
+#include "common/mutex.h"
+
 namespace accumulus::worker {
 
 LeaseKeeper::LeaseKeeper(const ControllerLink* link, TrainerSupervisor* supervisor)
@@ -19,17 +21,16 @@ void LeaseKeeper::Start() {
 
 void LeaseKeeper::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     stopping_ = true;
   }
-  stop_.notify_all();
+  stop_.NotifyAll();
   if (thread_.joinable()) thread_.join();
 }
 
 void LeaseKeeper::Run() {
   bool held = false;
-  std::unique_lock<std::mutex> lock(mutex_);
-  while (!stopping_) {
+  while (true) {
     const std::chrono::milliseconds trainer_lease = link_->trainer_lease();
     if (link_->LeaseHeld()) {
       supervisor_->RenewLeases();
@@ -46,7 +47,9 @@ void LeaseKeeper::Run() {
     const auto tick = trainer_lease.count() > 0
                           ? std::max(std::chrono::milliseconds(10), trainer_lease / 4)
                           : std::chrono::milliseconds(100);
-    stop_.wait_for(lock, tick, [this] { return stopping_; });
+    MutexLock lock(&mutex_);
+    if (!stopping_) stop_.WaitFor(&mutex_, tick);
+    if (stopping_) return;
   }
 }
 

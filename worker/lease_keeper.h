@@ -8,10 +8,10 @@
 // (docs/operations.md, "Attempts, fencing and leases").
 #pragma once
 
-#include <condition_variable>
 #include <mutex>
 #include <thread>
 
+#include "common/mutex.h"
 #include "worker/controller_link.h"
 #include "worker/trainer_supervisor.h"
 
@@ -23,17 +23,17 @@ class LeaseKeeper {
   ~LeaseKeeper();  // Stop()s
 
   void Start();
-  void Stop();
+  void Stop() EXCLUDES(mutex_);
 
  private:
-  void Run();
+  void Run() EXCLUDES(mutex_);
 
   const ControllerLink* const link_;
   TrainerSupervisor* const supervisor_;
   std::thread thread_;
-  std::mutex mutex_;
-  std::condition_variable stop_;
-  bool stopping_ = false;  // guarded by mutex_
+  Mutex mutex_;
+  CondVar stop_;
+  bool stopping_ GUARDED_BY(mutex_) = false;
 };
 
 }  // namespace accumulus::worker

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/mutex.h"
 #include "common/rank_threads.h"
 #include "worker/trainer_process.h"
 
@@ -47,7 +48,9 @@ struct TrainerSupervisor::Job {
   std::chrono::milliseconds trainer_lease{0};
   std::thread thread;
   std::vector<std::string> log_paths;  // by rank index; set before the ranks start
-  // Below: protected by the supervisor's mutex_.
+  // Below: guarded by the supervisor's mutex_, which the analysis cannot
+  // name from here; only TrainerSupervisor's *Locked functions and scopes
+  // holding its mutex_ touch them.
   std::vector<std::unique_ptr<TrainerProcess>> ranks;  // by index into assignment.ranks
   bool cancel_requested = false;
   bool fenced = false;  // killed because the worker's lease lapsed
@@ -75,7 +78,7 @@ void TrainerSupervisor::Assign(const v1::Assignment& assignment,
   auto job = std::make_shared<Job>();
   job->assignment = assignment;
   job->trainer_lease = trainer_lease;
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   if (jobs_.count(assignment.job_id()) > 0) {
     spdlog::warn("job {} is already running here; ignoring a second assignment",
                  assignment.job_id());
@@ -86,7 +89,7 @@ void TrainerSupervisor::Assign(const v1::Assignment& assignment,
 }
 
 void TrainerSupervisor::Cancel(const std::string& job_id, const std::string& reason) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) return;
   if (!it->second->cancel_requested) spdlog::info("job {}: cancelling ({})", job_id, reason);
@@ -99,10 +102,12 @@ void TrainerSupervisor::StopLocked(const std::shared_ptr<Job>& job) {
   job->stopping = true;
   for (auto& rank : job->ranks) rank->Signal(SIGTERM);
   job->killer = std::thread([this, job] {
-    std::unique_lock<std::mutex> lock(mutex_);
-    const bool stopped = changed_.wait_for(
-        lock, std::chrono::milliseconds(options_.cancel_grace_ms), [&] { return job->exited; });
-    if (stopped) return;
+    MutexLock lock(&mutex_);
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.cancel_grace_ms);
+    while (!job->exited && changed_.WaitUntil(&mutex_, deadline)) {
+    }
+    if (job->exited) return;
     spdlog::warn("job {}: trainers did not stop within {} ms; killing them",
                  job->assignment.job_id(), options_.cancel_grace_ms);
     for (auto& rank : job->ranks) rank->Signal(SIGKILL);
@@ -110,14 +115,14 @@ void TrainerSupervisor::StopLocked(const std::shared_ptr<Job>& job) {
 }
 
 void TrainerSupervisor::RenewLeases() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   for (const auto& [id, job] : jobs_) {
     for (auto& rank : job->ranks) rank->RenewLease();
   }
 }
 
 void TrainerSupervisor::Fence(const std::string& reason) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   for (const auto& [id, job] : jobs_) {
     if (job->exited) continue;
     spdlog::warn("job {}: {}; killing its trainers", id, reason);
@@ -128,7 +133,7 @@ void TrainerSupervisor::Fence(const std::string& reason) {
 }
 
 std::vector<std::string> TrainerSupervisor::RunningJobs() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   std::vector<std::string> ids;
   for (const auto& [id, job] : jobs_) ids.push_back(id);
   return ids;
@@ -137,8 +142,8 @@ std::vector<std::string> TrainerSupervisor::RunningJobs() const {
 void TrainerSupervisor::StopAll() {
   for (const std::string& id : RunningJobs()) Cancel(id, "the worker is shutting down");
   {
-    std::unique_lock<std::mutex> lock(mutex_);
-    changed_.wait(lock, [this] { return jobs_.empty(); });
+    MutexLock lock(&mutex_);
+    while (!jobs_.empty()) changed_.Wait(&mutex_);
   }
   Reap();
 }
@@ -146,7 +151,7 @@ void TrainerSupervisor::StopAll() {
 void TrainerSupervisor::Reap() {
   std::vector<std::thread> threads;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     threads.swap(finished_threads_);
   }
   for (auto& t : threads) t.join();
@@ -211,7 +216,7 @@ void TrainerSupervisor::Run(std::shared_ptr<Job> job) {
     }
     spdlog::info("job {}: rank {} started as pid {}, log {}", id, task.rank(), (*trainer)->pid(),
                  process.log_path);
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     job->ranks.push_back(std::move(*trainer));
     if (job->fenced) job->ranks.back()->Signal(SIGKILL);
     if (job->stopping) job->ranks.back()->Signal(SIGTERM);
@@ -221,7 +226,7 @@ void TrainerSupervisor::Run(std::shared_ptr<Job> job) {
   std::string final_reason = spawn_error;
   bool permanent = false;
   if (!spawn_error.empty()) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     for (auto& rank : job->ranks) rank->Signal(SIGKILL);
   } else {
     report_(StatusMessage(a, v1::JOB_STATE_RUNNING, ""));
@@ -232,7 +237,7 @@ void TrainerSupervisor::Run(std::shared_ptr<Job> job) {
     }
     for (auto& t : readers) t.join();
 
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     const bool all_succeeded =
         std::all_of(outcomes.begin(), outcomes.end(),
                     [](const RankOutcome& o) { return o.state == v1::JOB_STATE_SUCCEEDED; });
@@ -252,27 +257,27 @@ void TrainerSupervisor::Run(std::shared_ptr<Job> job) {
 
   std::thread killer;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     job->exited = true;
     killer.swap(job->killer);
   }
-  changed_.notify_all();
+  changed_.NotifyAll();
   if (killer.joinable()) killer.join();
   {
     // Gone before the status goes out: the controller may assign the job
     // here again (a restart) as soon as it reads it.
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     jobs_.erase(id);
     finished_threads_.push_back(std::move(job->thread));
   }
   report_(StatusMessage(a, final_state, final_reason, permanent));
-  changed_.notify_all();
+  changed_.NotifyAll();
 }
 
 TrainerSupervisor::RankOutcome TrainerSupervisor::Supervise(Job* job, size_t index) {
   TrainerProcess* trainer = nullptr;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     trainer = job->ranks[index].get();
   }
   const std::string& id = job->assignment.job_id();
@@ -306,7 +311,7 @@ TrainerSupervisor::RankOutcome TrainerSupervisor::Supervise(Job* job, size_t ind
   }
   if (outcome.state == v1::JOB_STATE_SUCCEEDED) return outcome;
 
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   if (job->cancel_requested || job->fenced) return outcome;
   if (outcome.state == v1::JOB_STATE_FAILED || !has_exit) {
     const std::string tail = LogTail(job->log_paths[index]);

@@ -3,16 +3,15 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "accumulus/v1/worker.pb.h"
+#include "common/mutex.h"
 
 namespace accumulus::worker {
 
@@ -52,17 +51,17 @@ class TrainerSupervisor {
   void Assign(const v1::Assignment& assignment, std::chrono::milliseconds trainer_lease);
   // Asks the job's trainers to stop (SIGTERM), and kills them (SIGKILL) if
   // they have not stopped after the grace period.
-  void Cancel(const std::string& job_id, const std::string& reason);
-  std::vector<std::string> RunningJobs() const;
+  void Cancel(const std::string& job_id, const std::string& reason) EXCLUDES(mutex_);
+  std::vector<std::string> RunningJobs() const EXCLUDES(mutex_);
   // Renews every trainer's lease: called while the worker's own lease from
   // the controller holds, several times per trainer lease.
-  void RenewLeases();
+  void RenewLeases() EXCLUDES(mutex_);
   // The worker's lease lapsed: every trainer is killed now (the controller
   // may already be starting their jobs' next attempts elsewhere). Each job
   // ends FAILED with `reason`, reported as its attempt's.
-  void Fence(const std::string& reason);
+  void Fence(const std::string& reason) EXCLUDES(mutex_);
   // Cancels every job and waits for all of them to end.
-  void StopAll();
+  void StopAll() EXCLUDES(mutex_);
 
  private:
   struct Job;
@@ -70,17 +69,16 @@ class TrainerSupervisor {
   void Run(std::shared_ptr<Job> job);
   RankOutcome Supervise(Job* job, size_t index);
   // SIGTERM to every rank of the job, SIGKILL after the grace period.
-  void StopLocked(const std::shared_ptr<Job>& job);
+  void StopLocked(const std::shared_ptr<Job>& job) REQUIRES(mutex_);
   void Reap();
 
   const SupervisorOptions options_;
   const Report report_;
 
-  mutable std::mutex mutex_;
-  std::condition_variable changed_;
-  // State below is protected by mutex_.
-  std::map<std::string, std::shared_ptr<Job>> jobs_;
-  std::vector<std::thread> finished_threads_;  // joined by Reap()
+  mutable Mutex mutex_;
+  CondVar changed_;
+  std::map<std::string, std::shared_ptr<Job>> jobs_ GUARDED_BY(mutex_);
+  std::vector<std::thread> finished_threads_ GUARDED_BY(mutex_);  // joined by Reap()
 };
 
 }  // namespace accumulus::worker

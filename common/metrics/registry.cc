@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "common/mutex.h"
+
 namespace accumulus::metrics {
 namespace {
 
@@ -122,7 +124,7 @@ Histogram::Histogram(std::vector<double> bounds)
 void Histogram::Observe(double value) {
   size_t bucket = 0;
   while (bucket < bounds_.size() && value > bounds_[bucket]) ++bucket;
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   ++counts_[bucket];
   sum_ += value;
 }
@@ -130,7 +132,7 @@ void Histogram::Observe(double value) {
 Histogram::Snapshot Histogram::Collect() const {
   Snapshot s;
   s.bounds = bounds_;
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   uint64_t running = 0;
   for (uint64_t c : counts_) {
     running += c;
@@ -155,7 +157,7 @@ Metric* Family<Metric>::WithLabels(const std::vector<std::string>& label_values)
     throw std::invalid_argument(name_ + ": expected " + std::to_string(label_names_.size()) +
                                 " label values, got " + std::to_string(label_values.size()));
   }
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   auto& child = children_[label_values];
   if (!child) child = MakeChild<Metric>(bounds_);
   return child.get();
@@ -163,7 +165,7 @@ Metric* Family<Metric>::WithLabels(const std::vector<std::string>& label_values)
 
 template <typename Metric>
 void Family<Metric>::Remove(const std::vector<std::string>& label_values) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   children_.erase(label_values);
 }
 
@@ -171,7 +173,7 @@ template <typename Metric>
 std::string Family<Metric>::Render() const {
   std::string out = "# HELP " + name_ + " " + EscapeHelp(help_) + "\n";
   out += "# TYPE " + name_ + " " + TypeName(static_cast<const Metric*>(nullptr)) + "\n";
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   for (const auto& [values, child] : children_) {
     RenderChild(name_, label_names_, values, *child, &out);
   }
@@ -184,7 +186,7 @@ template class Family<Histogram>;
 
 Family<Counter>* Registry::AddCounter(const std::string& name, const std::string& help,
                                       std::vector<std::string> label_names) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   counters_.emplace_back(new Family<Counter>(name, help, std::move(label_names), {}));
   order_.emplace_back(MetricType::kCounter, counters_.size() - 1);
   return counters_.back().get();
@@ -192,7 +194,7 @@ Family<Counter>* Registry::AddCounter(const std::string& name, const std::string
 
 Family<Gauge>* Registry::AddGauge(const std::string& name, const std::string& help,
                                   std::vector<std::string> label_names) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   gauges_.emplace_back(new Family<Gauge>(name, help, std::move(label_names), {}));
   order_.emplace_back(MetricType::kGauge, gauges_.size() - 1);
   return gauges_.back().get();
@@ -201,7 +203,7 @@ Family<Gauge>* Registry::AddGauge(const std::string& name, const std::string& he
 Family<Histogram>* Registry::AddHistogram(const std::string& name, const std::string& help,
                                           std::vector<double> bounds,
                                           std::vector<std::string> label_names) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   histograms_.emplace_back(
       new Family<Histogram>(name, help, std::move(label_names), std::move(bounds)));
   order_.emplace_back(MetricType::kHistogram, histograms_.size() - 1);
@@ -209,7 +211,7 @@ Family<Histogram>* Registry::AddHistogram(const std::string& name, const std::st
 }
 
 std::string Registry::Render() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   std::string out;
   for (const auto& [type, index] : order_) {
     switch (type) {

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "common/mutex.h"
+
 namespace accumulus::metrics {
 
 // A value that only goes up (events relayed, steps taken).
@@ -53,9 +55,9 @@ class Histogram {
 
  private:
   const std::vector<double> bounds_;
-  mutable std::mutex mutex_;
-  std::vector<uint64_t> counts_;  // GUARDED_BY(mutex_), one per bound plus +Inf
-  double sum_ = 0;                // GUARDED_BY(mutex_)
+  mutable Mutex mutex_;
+  std::vector<uint64_t> counts_ GUARDED_BY(mutex_);  // one per bound plus +Inf
+  double sum_ GUARDED_BY(mutex_) = 0;
 };
 
 enum class MetricType { kCounter, kGauge, kHistogram };
@@ -80,8 +82,8 @@ class Family {
   const std::string help_;
   const std::vector<std::string> label_names_;
   const std::vector<double> bounds_;  // histograms only
-  mutable std::mutex mutex_;
-  std::map<std::vector<std::string>, std::unique_ptr<Metric>> children_;  // GUARDED_BY(mutex_)
+  mutable Mutex mutex_;
+  std::map<std::vector<std::string>, std::unique_ptr<Metric>> children_ GUARDED_BY(mutex_);
 };
 
 class Registry {
@@ -98,12 +100,12 @@ class Registry {
   std::string Render() const;
 
  private:
-  mutable std::mutex mutex_;
-  std::vector<std::unique_ptr<Family<Counter>>> counters_;      // GUARDED_BY(mutex_)
-  std::vector<std::unique_ptr<Family<Gauge>>> gauges_;          // GUARDED_BY(mutex_)
-  std::vector<std::unique_ptr<Family<Histogram>>> histograms_;  // GUARDED_BY(mutex_)
+  mutable Mutex mutex_;
+  std::vector<std::unique_ptr<Family<Counter>>> counters_ GUARDED_BY(mutex_);
+  std::vector<std::unique_ptr<Family<Gauge>>> gauges_ GUARDED_BY(mutex_);
+  std::vector<std::unique_ptr<Family<Histogram>>> histograms_ GUARDED_BY(mutex_);
   // Rendering order: (type, index into the vector of that type).
-  std::vector<std::pair<MetricType, size_t>> order_;  // GUARDED_BY(mutex_)
+  std::vector<std::pair<MetricType, size_t>> order_ GUARDED_BY(mutex_);
 };
 
 // Exposition helpers, exposed for tests.

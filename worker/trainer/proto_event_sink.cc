@@ -3,6 +3,7 @@
 #include <google/protobuf/util/delimited_message_util.h>
 
 #include "common/clock.h"
+#include "common/mutex.h"
 
 namespace accumulus::trainer {
 namespace {
@@ -25,11 +26,11 @@ ProtoEventSink::ProtoEventSink(int fd, v1::RuntimeInfo runtime, std::chrono::mil
 
 ProtoEventSink::~ProtoEventSink() {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     stopping_ = true;
     WriteHeldLocked();
   }
-  changed_.notify_all();
+  changed_.NotifyAll();
   if (flusher_.joinable()) flusher_.join();
 }
 
@@ -116,7 +117,7 @@ void ProtoEventSink::Exit(v1::JobState state, const std::string& reason, bool pe
   message.mutable_exit()->set_state(state);
   message.mutable_exit()->set_reason(reason);
   message.mutable_exit()->set_permanent(permanent);
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   WriteHeldLocked();
   WriteLocked(message);
 }
@@ -124,7 +125,7 @@ void ProtoEventSink::Exit(v1::JobState state, const std::string& reason, bool pe
 void ProtoEventSink::Emit(v1::JobEvent event, bool hold) {
   bool first_held = false;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     v1::EventBatch* batch = held_.mutable_events();
     *batch->add_events() = std::move(event);
     // Held only when the last message went out less than max_delay ago:
@@ -136,7 +137,7 @@ void ProtoEventSink::Emit(v1::JobEvent event, bool hold) {
     }
     first_held = batch->events_size() == 1;
   }
-  if (first_held) changed_.notify_all();
+  if (first_held) changed_.NotifyAll();
 }
 
 std::chrono::steady_clock::time_point ProtoEventSink::DueLocked() const {
@@ -159,16 +160,16 @@ void ProtoEventSink::WriteLocked(const v1::TrainerMessage& message) {
 }
 
 void ProtoEventSink::FlushWhenDue() {
-  std::unique_lock<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   // Each wake-up looks again: a log or the exit may have written the batch,
   // and a new batch has its own deadline.
   while (!stopping_) {
     if (!held_.has_events()) {
-      changed_.wait(lock);
+      changed_.Wait(&mutex_);
     } else if (std::chrono::steady_clock::now() >= DueLocked()) {
       WriteHeldLocked();
     } else {
-      changed_.wait_until(lock, DueLocked());
+      changed_.WaitUntil(&mutex_, DueLocked());
     }
   }
 }

@@ -14,11 +14,11 @@
 #include <google/protobuf/io/zero_copy_stream_impl.h>
 
 #include <chrono>
-#include <condition_variable>
 #include <mutex>
 #include <thread>
 
 #include "accumulus/v1/trainer.pb.h"
+#include "common/mutex.h"
 #include "worker/engine/events.h"
 
 namespace accumulus::trainer {
@@ -41,26 +41,25 @@ class ProtoEventSink final : public engine::EventSink {
 
  private:
   // Queues `event`; `hold` lets it wait for the batch's deadline.
-  void Emit(v1::JobEvent event, bool hold);
+  void Emit(v1::JobEvent event, bool hold) EXCLUDES(mutex_);
   // When what is held must go.
-  std::chrono::steady_clock::time_point DueLocked() const;
+  std::chrono::steady_clock::time_point DueLocked() const REQUIRES(mutex_);
   // Writes what is held (if anything) as one message.
-  void WriteHeldLocked();
-  void WriteLocked(const v1::TrainerMessage& message);
+  void WriteHeldLocked() REQUIRES(mutex_);
+  void WriteLocked(const v1::TrainerMessage& message) REQUIRES(mutex_);
   // The flusher thread: writes a batch when its oldest event is due.
-  void FlushWhenDue();
+  void FlushWhenDue() EXCLUDES(mutex_);
 
   const v1::RuntimeInfo runtime_;
   const std::chrono::milliseconds max_delay_;
 
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  // Below: protected by mutex_.
-  google::protobuf::io::FileOutputStream out_;
-  v1::TrainerMessage held_;  // its `events` batch, not yet written
+  Mutex mutex_;
+  CondVar changed_;
+  google::protobuf::io::FileOutputStream out_ GUARDED_BY(mutex_);
+  v1::TrainerMessage held_ GUARDED_BY(mutex_);  // its `events` batch, not yet written
   // The last message's (or the sink's start): the interval counts from it.
-  std::chrono::steady_clock::time_point last_write_;
-  bool stopping_ = false;
+  std::chrono::steady_clock::time_point last_write_ GUARDED_BY(mutex_);
+  bool stopping_ GUARDED_BY(mutex_) = false;
 
   std::thread flusher_;  // only with a max_delay
 };
