@@ -8,7 +8,8 @@ BUILD_DIR="${ACCUMULUS_BUILD_DIR:-$ROOT/build}"
 # Build tools, the libraries of PLATFORM.md, gloo's headers (the torch wheel
 # ships ProcessGroupGloo.hpp, which includes them, but not them; gloo's code
 # is inside libtorch), Prometheus (promtool checks our /metrics in the tests)
-# and Python's venv (LibTorch comes from PyPI's torch, below).
+# Python's venv (LibTorch comes from PyPI's torch, below) and clang with its
+# sanitizer runtimes (the thread-safety and sanitizer builds of the tests).
 PACKAGES=(
   build-essential cmake pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
@@ -16,6 +17,7 @@ PACKAGES=(
   libspdlog-dev libcpp-httplib-dev libsqlite3-dev libcli11-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   prometheus python3-venv
+  clang libclang-rt-14-dev
 )
 
 # LibTorch: PyPI's torch (its default Linux wheel is the CUDA 13.0 build, the
@@ -95,4 +97,36 @@ build() {
     > "$BUILD_DIR/configure.log" 2>&1 || { cat "$BUILD_DIR/configure.log"; exit 1; }
   # Two jobs: every LibTorch 2.11 translation unit needs ~1 GiB and ~30 s of a core.
   cmake --build "$BUILD_DIR" -j2
+}
+
+# The control plane built with clang, torch-free (controller, worker daemon,
+# CLI, unit tests), with -Wthread-safety as an error and a sanitizer:
+#   checked_build DIR "-fsanitize=..."
+checked_build() {
+  local dir="$1" flags="$2"
+  echo "== building with clang $flags in $dir"
+  mkdir -p "$dir"
+  CC=clang CXX=clang++ cmake -S "$ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DACCUMULUS_BUILD_ENGINE=OFF -DACCUMULUS_BUILD_TESTS=ON -DACCUMULUS_WERROR=ON \
+    -DCMAKE_CXX_FLAGS="$flags -fno-omit-frame-pointer -Wthread-safety" \
+    -DCMAKE_EXE_LINKER_FLAGS="$flags" > "$dir/configure.log" 2>&1 ||
+    { cat "$dir/configure.log"; exit 1; }
+  cmake --build "$dir" -j2
+  # The trainer (LibTorch, never instrumented) is the main build's; the
+  # daemon finds it beside itself.
+  ln -sf "$BUILD_DIR/bin/accumulus-trainer" "$dir/bin/accumulus-trainer"
+}
+
+# The end-to-end tests of the control plane's faults.
+E2E_UNDER_SANITIZERS='ControlPlane*:ControllerRestart*:MultiWorkerTest*:ClusterTest*:RestartTest.AFrozen*:RestartTest.AJobOnAKilledWorker*'
+
+# Runs a checked build's unit tests, then the end-to-end subset with the
+# binaries in BIN_DIR (ACCUMULUS_BINARY_DIR):  run_checked DIR BIN_DIR
+run_checked() {
+  local dir="$1" bin_dir="$2"
+  echo "== unit tests under $(basename "$dir")"
+  "$dir/bin/accumulus_unit_tests" --gtest_brief=1
+  echo "== end-to-end subset with $bin_dir: $E2E_UNDER_SANITIZERS"
+  ACCUMULUS_BINARY_DIR="$bin_dir" "$BUILD_DIR/bin/accumulus_e2e_tests" --gtest_brief=1 \
+    --gtest_filter="$E2E_UNDER_SANITIZERS"
 }

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,7 @@ class TestCluster {
   int metrics_port_ = 0;
   std::unique_ptr<Subprocess> controller_;
   std::vector<std::unique_ptr<Subprocess>> workers_;
+  std::set<size_t> killed_;  // indices into workers_ of those KillWorker ended
 };
 
 }  // namespace accumulus::testing
