@@ -37,3 +37,6 @@ cat "$RESULTS/peers-$stamp.md"
 "$PYTHON" "$ROOT/bench/streaming_report.py" "$RESULTS/streaming-$stamp.json" \
   "$(git -C "$ROOT" rev-parse --short HEAD)" > "$RESULTS/streaming-$stamp.md"
 cat "$RESULTS/streaming-$stamp.md"
+
+# Workers re-registering after a controller restart (bound: 3 s).
+"$PYTHON" "$ROOT/bench/reregister.py" --build "$BUILD_DIR"
