@@ -49,7 +49,7 @@ class LinkReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1::
 
   void OnReadDone(bool ok) override {
     if (!ok) {
-      CloseWith(grpc::Status::OK, "the worker closed its link");
+      CloseWith(grpc::Status::OK, "its link ended (closed by the worker, or the connection broke)");
       return;
     }
     last_heard_us_.store(SteadyMicros());
