@@ -19,17 +19,11 @@
 
 #include "accumulus/v1/controller.pb.h"
 #include "tests/support/proto_json.h"
+#include "tests/support/read_file.h"
 #include "tests/support/test_cluster.h"
 
 namespace accumulus::testing {
 namespace {
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 std::string HostName() {
   char host[256] = {};
@@ -62,8 +56,13 @@ v1::Job GetJob(const TestCluster& cluster, const std::string& id) {
 TEST(ControlPlane, ASecondControllerOnTheSameStateRefusesAndNamesTheFirst) {
   TestCluster cluster;
   SpawnOptions options;
-  options.argv = {BinaryDir() + "/accumulus-controller", "--listen", "127.0.0.1:0",
-                  "--metrics-port", "-1", "--data-dir", cluster.controller_data_dir()};
+  options.argv = {BinaryDir() + "/accumulus-controller",
+                  "--listen",
+                  "127.0.0.1:0",
+                  "--metrics-port",
+                  "-1",
+                  "--data-dir",
+                  cluster.controller_data_dir()};
   options.log_path = cluster.dir() + "/second-controller.log";
   auto second = Subprocess::Spawn(options);
   ASSERT_TRUE(second.ok()) << second.status().ToString();
@@ -196,8 +195,8 @@ TEST(ControlPlane, ACheckpointDirWithoutWritePermissionFailsTheJobOncePermanentl
 TEST(ControlPlane, WorkersReRegisterWithinTheDocumentedBoundAfterAControllerRestart) {
   TestCluster cluster;
   const std::vector<std::string> workers{cluster.StartWorker(1), cluster.StartWorker(1)};
-  ASSERT_TRUE(cluster.WaitForWorkers(workers, std::chrono::steady_clock::now() +
-                                                  std::chrono::seconds(30)));
+  ASSERT_TRUE(
+      cluster.WaitForWorkers(workers, std::chrono::steady_clock::now() + std::chrono::seconds(30)));
   std::chrono::steady_clock::time_point back;
   cluster.RestartController([] {
     // The outage itself (not a synchronization): long enough for every

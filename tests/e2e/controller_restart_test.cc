@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "accumulus/v1/controller.pb.h"
+#include "tests/support/read_file.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/test_cluster.h"
 
@@ -22,13 +23,6 @@ Message Parse(const std::string& line) {
   Message m;
   EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(line, &m).ok()) << line;
   return m;
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 // 1000 steps of a small MLP.

@@ -15,6 +15,7 @@
 #include "accumulus/v1/controller.pb.h"
 #include "tests/support/free_port.h"
 #include "tests/support/proto_json.h"
+#include "tests/support/read_file.h"
 
 namespace accumulus::testing {
 namespace {
@@ -23,13 +24,6 @@ std::unique_ptr<Subprocess> SpawnOrThrow(const SpawnOptions& options) {
   auto process = Subprocess::Spawn(options);
   if (!process.ok()) throw std::runtime_error(process.status().ToString());
   return std::move(*process);
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 bool StoppedCleanly(const Subprocess::ExitInfo& exit) {

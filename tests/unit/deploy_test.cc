@@ -10,16 +10,12 @@
 
 #include "common/metrics/registry.h"
 #include "server/controller_metrics.h"
+#include "tests/support/read_file.h"
 
 namespace accumulus {
 namespace {
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using testing::ReadFile;
 
 // Every "expr" string anywhere in the dashboard.
 void CollectExpressions(const google::protobuf::Value& value, std::vector<std::string>* out) {
