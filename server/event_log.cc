@@ -47,19 +47,6 @@ void EventLog::Restore(std::vector<v1::JobEvent> events, bool closed) {
   closed_ = closed;
 }
 
-bool EventLog::HasRecent(const v1::JobEvent& event, size_t window) const {
-  MutexLock lock(&mutex_);
-  const size_t from = events_.size() > window ? events_.size() - window : 0;
-  for (size_t i = events_.size(); i > from; --i) {
-    const v1::JobEvent& e = events_[i - 1];
-    if (e.has_log() && e.log().text() == event.log().text() &&
-        e.time().seconds() == event.time().seconds() && e.time().nanos() == event.time().nanos()) {
-      return true;
-    }
-  }
-  return false;
-}
-
 bool EventLog::closed() const {
   MutexLock lock(&mutex_);
   return closed_;

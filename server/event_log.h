@@ -41,9 +41,6 @@ class EventLog {
 
   // The event with sequence number `after + 1`, if recorded.
   bool Read(int64_t after, v1::JobEvent* out) const;
-  // True when one of the newest `window` events is a log message with the
-  // same time and text as `event`'s (a resent copy).
-  bool HasRecent(const v1::JobEvent& event, size_t window) const;
   // The highest sequence number recorded (0: none).
   int64_t last_sequence() const;
   // True once the final event was appended.

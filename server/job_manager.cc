@@ -177,11 +177,17 @@ Status JobManager::Recover(std::chrono::milliseconds worker_grace) {
     JobRecord& record = jobs_[id];
     record.job = std::move(s.job);
     const v1::JobState state = record.job.state();
-    // The plans of the current attempt already recorded (after its last
-    // placement), so a resent one is known as such.
-    for (auto e = s.events.rbegin(); e != s.events.rend(); ++e) {
-      if (e->has_state() && e->state().state() == v1::JOB_STATE_STARTING) break;
-      if (e->has_runtime()) record.planned_ranks.insert(e->runtime().rank());
+    // What each rank's trainer had sent, so a resent event is known as such.
+    for (const v1::JobEvent& e : s.events) {
+      auto note = [&](int32_t rank, int64_t sequence) {
+        if (sequence <= 0) return;
+        int64_t& highest = record.received[{e.attempt(), rank}];
+        highest = std::max(highest, sequence);
+      };
+      note(e.rank(), e.rank_sequence());
+      if (e.has_step()) {
+        for (const v1::RankStepMetrics& r : e.step().ranks()) note(r.rank(), r.rank_sequence());
+      }
     }
     record.log = std::make_shared<EventLog>(id);
     record.log->Restore(std::move(s.events), IsTerminal(state));
@@ -413,17 +419,25 @@ void JobManager::WorkerGone(const std::string& worker_id, uint64_t session,
   spdlog::warn("worker {} disconnected: {}", worker_id, reason);
 }
 
-void JobManager::RecordEvents(const std::string& worker_id, const v1::TrainerEvents& events) {
+void JobManager::RecordEvents(const std::string& worker_id, const v1::TrainerEvents& events,
+                              uint64_t link_sequence) {
   Touched touched;
   {
     MutexLock lock(&mutex_);
-    RecordEventsLocked(worker_id, events, &touched);
+    RecordEventsLocked(worker_id, events, link_sequence, &touched);
   }
   NotifyAll(touched);
 }
 
+uint64_t JobManager::AcknowledgeableUpTo(const std::string& worker_id, uint64_t processed) const {
+  MutexLock lock(&mutex_);
+  auto held = held_link_sequences_.find(worker_id);
+  if (held == held_link_sequences_.end() || held->second.empty()) return processed;
+  return std::min(processed, *held->second.begin() - 1);
+}
+
 void JobManager::RecordEventsLocked(const std::string& worker_id, const v1::TrainerEvents& events,
-                                    Touched* touched) {
+                                    uint64_t link_sequence, Touched* touched) {
   JobRecord* record = FindLocked(events.job_id());
   if (record == nullptr) return;  // pruned
   if (IsStaleLocked(*record, worker_id, events.attempt())) {
@@ -437,16 +451,12 @@ void JobManager::RecordEventsLocked(const std::string& worker_id, const v1::Trai
   // The worker's batch is recorded in one transaction.
   batching_ = true;
   for (const v1::JobEvent& event : events.events()) {
-    if (IsDuplicateLocked(*record, event)) continue;
+    if (!TakeNewLocked(record, record->job.attempt(), event)) continue;
     if (event.has_step() && record->job.batch().devices() > 1) {
-      MergeStepLocked(record, worker_id, event);
+      MergeStepLocked(record, worker_id, link_sequence, event);
     } else if (event.has_step()) {
       RecordStepLocked(record, event);
     } else {
-      if (event.has_runtime()) {
-        record->planned_ranks.insert(event.runtime().rank());
-        record->plans_seen.emplace(record->job.attempt(), event.runtime().rank());
-      }
       // The trainer's plan is authoritative (file data sets are sized only
       // once read).
       if (event.has_runtime() && event.runtime().rank() == 0) {
@@ -472,6 +482,15 @@ void JobManager::RecordEventsLocked(const std::string& worker_id, const v1::Trai
         if (event.runtime().batch().micro_batch() > 0) {
           *record->job.mutable_batch() = event.runtime().batch();
         }
+      }
+      // The batch plan is the controller's: a rank that had to change its
+      // split says so, and the plan shows the smallest micro-batch a rank
+      // runs.
+      if (event.has_split() && event.split().micro_batch() > 0 &&
+          (record->job.batch().micro_batch() == 0 ||
+           event.split().micro_batch() < record->job.batch().micro_batch())) {
+        record->job.mutable_batch()->set_micro_batch(event.split().micro_batch());
+        record->job.mutable_batch()->set_accumulation_steps(event.split().accumulation_steps());
       }
       v1::JobEvent copy = event;
       copy.clear_sequence();
@@ -574,25 +593,9 @@ bool JobManager::IsStaleLocked(const JobRecord& record, const std::string& worke
 
 void JobManager::RecordStaleLocked(JobRecord* record, const v1::TrainerEvents& events) {
   const int32_t attempt = events.attempt();
-  // The steps of this attempt recorded as progress: 1 (or its resume) to
-  // last_step, in order. A resent one of those is no news.
-  int64_t progress = attempt == record->job.attempt() ? record->job.steps_done() : 0;
-  for (const v1::Attempt& ended : record->job.attempts()) {
-    if (ended.number() == attempt) progress = ended.last_step();
-  }
   batching_ = true;
   for (const v1::JobEvent& event : events.events()) {
-    if (event.has_step()) {
-      const int64_t step = event.step().step();
-      if (step <= progress ||
-          !record->stale_steps.emplace(attempt, event.step().rank(), step).second) {
-        continue;
-      }
-    } else if (event.has_runtime()) {
-      if (!record->plans_seen.emplace(attempt, event.runtime().rank()).second) continue;
-    } else if (event.has_log() && record->log->HasRecent(event, /*window=*/256)) {
-      continue;
-    }
+    if (!TakeNewLocked(record, attempt, event)) continue;
     v1::JobEvent copy = event;
     copy.clear_sequence();
     copy.set_attempt(attempt);
@@ -622,7 +625,7 @@ void JobManager::SetStateLocked(JobRecord* record, v1::JobState state, const std
   if (terminal) {
     finished_.push_back(job.id());
     *job.mutable_finished_at() = Now();
-    record->pending_steps.clear();
+    ClearPendingStepsLocked(record);
     // Per-job series end with the job.
     const std::vector<std::string> labels{job.id()};
     metrics_->job_steps->Remove(labels);
@@ -676,7 +679,7 @@ void JobManager::EndJobEarlyLocked(JobRecord* record, v1::JobState state, const 
   const bool cancelling = job.state() == v1::JOB_STATE_CANCELLING;
   // The other ranks cannot finish without this one.
   SendCancelLocked(*record, "another rank of the job ended: " + reason);
-  record->pending_steps.clear();
+  ClearPendingStepsLocked(record);
   const int32_t restarts_used = job.attempt() - 1;
   if (!cancelling && state == v1::JOB_STATE_FAILED && !permanent &&
       restarts_used < job.spec().max_restarts()) {
@@ -795,7 +798,6 @@ bool JobManager::PlaceLocked(JobRecord* record, Touched* touched) {
   record->job.set_worker_id(ranks->front().worker_id);
   record->job.clear_placements();
   record->job.clear_runtime();
-  record->planned_ranks.clear();
   std::map<std::string, v1::ControllerMessage> messages;  // one per worker
   for (int32_t rank = 0; rank < devices; ++rank) {
     const RankSlot& r = (*ranks)[static_cast<size_t>(rank)];
@@ -859,36 +861,45 @@ void JobManager::ScheduleLocked(Touched* touched) {
   }
 }
 
-bool JobManager::IsDuplicateLocked(const JobRecord& record, const v1::JobEvent& event) const {
-  if (event.has_step()) {
-    const int64_t step = event.step().step();
-    if (step <= record.job.steps_done()) return true;
-    auto pending = record.pending_steps.find(step);
-    if (pending == record.pending_steps.end()) return false;
-    for (const auto& [worker, report] : pending->second) {
-      if (report.rank() == event.step().rank()) return true;
-    }
-    return false;
+bool JobManager::TakeNewLocked(JobRecord* record, int32_t attempt, const v1::JobEvent& event) {
+  if (event.rank_sequence() <= 0) return true;
+  int64_t& highest = record->received[{attempt, event.rank()}];
+  if (event.rank_sequence() <= highest) return false;
+  highest = event.rank_sequence();
+  return true;
+}
+
+void JobManager::ReleaseHeldLocked(const JobRecord::RankReport& report) {
+  std::multiset<uint64_t>& held = held_link_sequences_[report.worker_id];
+  if (auto it = held.find(report.link_sequence); it != held.end()) held.erase(it);
+}
+
+void JobManager::ClearPendingStepsLocked(JobRecord* record) {
+  for (const auto& [step, reports] : record->pending_steps) {
+    for (const JobRecord::RankReport& report : reports) ReleaseHeldLocked(report);
   }
-  if (event.has_runtime()) return record.planned_ranks.count(event.runtime().rank()) > 0;
-  // Logs: the trainer stamps each with its time.
-  return event.has_log() && record.log->HasRecent(event, /*window=*/256);
+  record->pending_steps.clear();
 }
 
 void JobManager::MergeStepLocked(JobRecord* record, const std::string& worker_id,
-                                 v1::JobEvent event) {
+                                 uint64_t link_sequence, v1::JobEvent event) {
   const int64_t step = event.step().step();
   auto& reports = record->pending_steps[step];
-  reports.emplace_back(worker_id, event.step());
+  reports.push_back({worker_id, event.step(), event.rank_sequence(), link_sequence});
+  held_link_sequences_[worker_id].insert(link_sequence);
   if (static_cast<int32_t>(reports.size()) < record->job.batch().devices()) return;
+  // Recorded below, durably: they hold nothing back any more.
+  for (const JobRecord::RankReport& report : reports) ReleaseHeldLocked(report);
 
   std::sort(reports.begin(), reports.end(),
-            [](const auto& a, const auto& b) { return a.second.rank() < b.second.rank(); });
-  v1::StepMetrics merged = reports.front().second;  // rank 0: global loss and counts
-  for (const auto& [worker, r] : reports) {
+            [](const auto& a, const auto& b) { return a.step.rank() < b.step.rank(); });
+  v1::StepMetrics merged = reports.front().step;  // rank 0: global loss and counts
+  for (const JobRecord::RankReport& report : reports) {
+    const v1::StepMetrics& r = report.step;
     v1::RankStepMetrics* rank = merged.add_ranks();
     rank->set_rank(r.rank());
-    rank->set_worker_id(worker);
+    rank->set_worker_id(report.worker_id);
+    rank->set_rank_sequence(report.rank_sequence);
     rank->set_samples(r.samples());
     rank->set_microbatches(r.microbatches());
     rank->set_allreduce_calls(r.allreduce_calls());
@@ -902,6 +913,9 @@ void JobManager::MergeStepLocked(JobRecord* record, const std::string& worker_id
     rank->set_allocator_retries(r.allocator_retries());
   }
   record->pending_steps.erase(step);
+  // Every rank's number is in `ranks`.
+  event.clear_rank();
+  event.clear_rank_sequence();
   *event.mutable_step() = std::move(merged);
   RecordStepLocked(record, std::move(event));
 }

@@ -80,7 +80,16 @@ class JobManager {
   // `fence_until`, or until the worker reconnects and reports them stopped.
   void WorkerGone(const std::string& worker_id, uint64_t session, const std::string& reason,
                   std::chrono::steady_clock::time_point fence_until) EXCLUDES(mutex_);
-  void RecordEvents(const std::string& worker_id, const v1::TrainerEvents& events) EXCLUDES(mutex_);
+  // `link_sequence`: the WorkerMessage's number (0: none), for
+  // AcknowledgeableUpTo.
+  void RecordEvents(const std::string& worker_id, const v1::TrainerEvents& events,
+                    uint64_t link_sequence = 0) EXCLUDES(mutex_);
+  // Of the worker's messages up to `processed` (all recorded or found
+  // resent), the highest whose events are all durable: a data-parallel
+  // step report waiting in memory for the other ranks' holds the
+  // acknowledgement back to just before its message.
+  uint64_t AcknowledgeableUpTo(const std::string& worker_id, uint64_t processed) const
+      EXCLUDES(mutex_);
   void RecordStatus(const std::string& worker_id, const v1::AssignmentStatus& status)
       EXCLUDES(mutex_);
 
@@ -94,21 +103,23 @@ class JobManager {
     // The rendezvous port taken on rank 0's worker (0: none).
     int rendezvous_port = 0;
     std::string rendezvous_worker;
-    // Step reports of data-parallel ranks (with the worker that sent each),
-    // merged into one event once every rank's has arrived.
-    std::map<int64_t, std::vector<std::pair<std::string, v1::StepMetrics>>> pending_steps;
-    // Ranks of the current attempt whose plan (RuntimeInfo) was recorded:
-    // a worker resends its recent messages after a reconnect.
-    std::set<int32_t> planned_ranks;
+    // Step reports of data-parallel ranks, merged into one event once every
+    // rank's has arrived.
+    struct RankReport {
+      std::string worker_id;
+      v1::StepMetrics step;
+      int64_t rank_sequence = 0;
+      uint64_t link_sequence = 0;  // of the worker message that carried it
+    };
+    std::map<int64_t, std::vector<RankReport>> pending_steps;
+    // The highest JobEvent.rank_sequence received from each (attempt, rank):
+    // a resent event (a worker resends what the controller has not
+    // acknowledged) is known by its number alone.
+    std::map<std::pair<int32_t, int32_t>, int64_t> received;
     // Workers lost with ranks of the job on them, and until when those
     // ranks may still run (time_point::max(): until the worker reports them
     // ended). Their entries in `slots` stay until then.
     std::map<std::string, std::chrono::steady_clock::time_point> fences;
-    // Steps of ended attempts recorded as stale, by (attempt, rank, step),
-    // and every plan recorded, by (attempt, rank): a worker resends its
-    // recent messages after a reconnect.
-    std::set<std::tuple<int32_t, int32_t, int64_t>> stale_steps;
-    std::set<std::pair<int32_t, int32_t>> plans_seen;
   };
   struct WorkerRecord {
     v1::Register registration;
@@ -148,9 +159,16 @@ class JobManager {
   void ScheduleLocked(Touched* touched) REQUIRES(mutex_);
   // An event the job already has: a worker resends its most recent messages
   // after a reconnect, not knowing which ones the controller recorded.
-  bool IsDuplicateLocked(const JobRecord& record, const v1::JobEvent& event) const REQUIRES(mutex_);
-  void MergeStepLocked(JobRecord* record, const std::string& worker_id, v1::JobEvent event)
+  // Whether `event` of `attempt` is new (not numbered, or numbered above
+  // what its rank sent before), noting it as received.
+  bool TakeNewLocked(JobRecord* record, int32_t attempt, const v1::JobEvent& event)
       REQUIRES(mutex_);
+  // Drops the step reports waiting for other ranks (the attempt ended):
+  // they hold back no acknowledgement any more.
+  void ClearPendingStepsLocked(JobRecord* record) REQUIRES(mutex_);
+  void ReleaseHeldLocked(const JobRecord::RankReport& report) REQUIRES(mutex_);
+  void MergeStepLocked(JobRecord* record, const std::string& worker_id, uint64_t link_sequence,
+                       v1::JobEvent event) REQUIRES(mutex_);
   void RecordStepLocked(JobRecord* record, v1::JobEvent event) REQUIRES(mutex_);
   void RecordRankMemoryLocked(const std::string& job_id, const v1::RankStepMetrics& rank)
       REQUIRES(mutex_);
@@ -162,7 +180,7 @@ class JobManager {
   void LoseRanksLocked(JobRecord* record, const std::string& worker_id, const std::string& reason,
                        Touched* touched) REQUIRES(mutex_);
   void RecordEventsLocked(const std::string& worker_id, const v1::TrainerEvents& events,
-                          Touched* touched) REQUIRES(mutex_);
+                          uint64_t link_sequence, Touched* touched) REQUIRES(mutex_);
   void RecordStatusLocked(const std::string& worker_id, const v1::AssignmentStatus& status,
                           Touched* touched) REQUIRES(mutex_);
   // A superseded attempt's rank ended: said in the stream (as stale), and
@@ -193,6 +211,9 @@ class JobManager {
   // Ended jobs, oldest first (retention).
   std::deque<std::string> finished_ GUARDED_BY(mutex_);
   std::map<std::string, WorkerRecord> workers_ GUARDED_BY(mutex_);
+  // By worker (across its sessions): the link sequences of step reports
+  // waiting in pending_steps, which are not durable yet.
+  std::map<std::string, std::multiset<uint64_t>> held_link_sequences_ GUARDED_BY(mutex_);
   int64_t next_job_number_ GUARDED_BY(mutex_) = 1;
   int64_t keep_finished_ GUARDED_BY(mutex_) = 0;
   // Events numbered but not yet recorded and appended (see AppendLocked).

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <deque>
@@ -146,10 +147,13 @@ class LinkReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1::
                   "protocol error: no worker id");
         return false;
       }
+      epoch_ = message.register_().link_epoch();
       v1::ControllerMessage ack;
       ack.mutable_registered()->set_worker_id(worker_id_);
       ack.mutable_registered()->set_heartbeat_interval_ms(service_->heartbeat_interval_ms_);
       ack.mutable_registered()->set_lost_after_ms(service_->lost_after_ms_);
+      ack.mutable_registered()->set_acked_sequence(
+          jobs_->AcknowledgeableUpTo(worker_id_, service_->Registered(worker_id_, epoch_)));
       Send(ack);  // before any assignment the registration may trigger
       std::shared_ptr<SendHandle> handle = handle_;
       session_ = jobs_->WorkerConnected(
@@ -165,10 +169,22 @@ class LinkReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1::
     if (message.has_heartbeat()) {
       v1::ControllerMessage echo;
       echo.mutable_heartbeat_ack()->set_sent_at_us(message.heartbeat().sent_at_us());
+      echo.mutable_heartbeat_ack()->set_acked_sequence(
+          jobs_->AcknowledgeableUpTo(worker_id_, service_->ProcessedUpTo(worker_id_, epoch_)));
       Send(echo);
+      return true;
     }
-    if (message.has_events()) jobs_->RecordEvents(worker_id_, message.events());
-    if (message.has_status()) jobs_->RecordStatus(worker_id_, message.status());
+    const uint64_t sequence = message.sequence();
+    if (message.has_events()) jobs_->RecordEvents(worker_id_, message.events(), sequence);
+    if (message.has_status() && !service_->Processed(worker_id_, epoch_, sequence)) {
+      jobs_->RecordStatus(worker_id_, message.status());
+    }
+    if (sequence > 0) {
+      const uint64_t processed = service_->MarkProcessed(worker_id_, epoch_, sequence);
+      v1::ControllerMessage ack;
+      ack.mutable_ack()->set_sequence(jobs_->AcknowledgeableUpTo(worker_id_, processed));
+      Send(ack);
+    }
     return true;
   }
 
@@ -177,6 +193,13 @@ class LinkReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1::
     {
       MutexLock lock(&mutex_);
       if (closing_) return;
+      // Acknowledgements are cumulative: one still queued (not the one
+      // being written) takes the newer number instead of a second message.
+      if (message.has_ack() && outbox_.size() >= 2 && outbox_.back().has_ack()) {
+        outbox_.back().mutable_ack()->set_sequence(
+            std::max(outbox_.back().ack().sequence(), message.ack().sequence()));
+        return;
+      }
       outbox_.push_back(message);
       if (writing_) return;
       writing_ = true;
@@ -206,6 +229,7 @@ class LinkReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1::
   std::atomic<int> refs_{1};
   v1::WorkerMessage incoming_;  // reads happen one at a time
   std::string worker_id_;       // set by the first read, then constant
+  uint64_t epoch_ = 0;          // likewise
   uint64_t session_ = 0;        // likewise
 
   Mutex mutex_;
@@ -239,6 +263,33 @@ void WorkerLinkService::CloseSilentLinks() {
     reactor->CloseSilent();
     reactor->Unref();
   }
+}
+
+uint64_t WorkerLinkService::Registered(const std::string& worker_id, uint64_t epoch) {
+  MutexLock lock(&mutex_);
+  LinkProgress& progress = progress_[worker_id];
+  if (progress.epoch != epoch) progress = {epoch, 0};
+  return progress.processed;
+}
+
+uint64_t WorkerLinkService::ProcessedUpTo(const std::string& worker_id, uint64_t epoch) const {
+  MutexLock lock(&mutex_);
+  auto it = progress_.find(worker_id);
+  return it != progress_.end() && it->second.epoch == epoch ? it->second.processed : 0;
+}
+
+bool WorkerLinkService::Processed(const std::string& worker_id, uint64_t epoch,
+                                  uint64_t sequence) const {
+  return sequence > 0 && sequence <= ProcessedUpTo(worker_id, epoch);
+}
+
+uint64_t WorkerLinkService::MarkProcessed(const std::string& worker_id, uint64_t epoch,
+                                          uint64_t sequence) {
+  MutexLock lock(&mutex_);
+  LinkProgress& progress = progress_[worker_id];
+  if (progress.epoch != epoch) progress = {epoch, 0};
+  progress.processed = std::max(progress.processed, sequence);
+  return progress.processed;
 }
 
 void WorkerLinkService::Forget(LinkReactor* reactor) {

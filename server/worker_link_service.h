@@ -4,11 +4,23 @@
 // heard from for `lost_after_ms`, which declares the worker lost; its jobs'
 // ranks stay fenced until that long after the last message it sent
 // (JobManager::WorkerGone), by when their leases have made them stop.
+//
+// The link is acknowledged (worker/controller_link.h): after each numbered
+// message is recorded it sends LinkAck with the highest number up to which
+// everything is durable (JobManager::AcknowledgeableUpTo), and the same
+// number with each heartbeat's echo and in Registered. It keeps, per worker
+// and across its sessions, the highest number processed in the worker's
+// link epoch: a resent status at or below it is not applied again (resent
+// events are known by their trainer's number, JobEvent.rank_sequence, which
+// also holds across a controller restart; a resent status after a restart
+// is applied again, which changes nothing: it restates how an attempt's
+// ranks on that worker are).
 #pragma once
 
 #include <chrono>
-#include <mutex>
+#include <map>
 #include <set>
+#include <string>
 
 #include "accumulus/v1/worker.grpc.pb.h"
 #include "common/mutex.h"
@@ -34,11 +46,29 @@ class WorkerLinkService final : public v1::WorkerLink::CallbackService {
   friend class LinkReactor;
   void Forget(LinkReactor* reactor);
 
+  // A worker registered with `epoch`: its progress so far (reset for a new
+  // epoch, a restarted daemon), as the highest sequence processed.
+  uint64_t Registered(const std::string& worker_id, uint64_t epoch) EXCLUDES(mutex_);
+  // The highest sequence of the worker's `epoch` processed (0: none).
+  uint64_t ProcessedUpTo(const std::string& worker_id, uint64_t epoch) const EXCLUDES(mutex_);
+  // Whether `sequence` of the worker's `epoch` was processed before.
+  bool Processed(const std::string& worker_id, uint64_t epoch, uint64_t sequence) const
+      EXCLUDES(mutex_);
+  // `sequence` is processed; returns the highest processed.
+  uint64_t MarkProcessed(const std::string& worker_id, uint64_t epoch, uint64_t sequence)
+      EXCLUDES(mutex_);
+
+  struct LinkProgress {
+    uint64_t epoch = 0;
+    uint64_t processed = 0;
+  };
+
   JobManager* const jobs_;
   const int heartbeat_interval_ms_;
   const int lost_after_ms_;
-  Mutex mutex_;
+  mutable Mutex mutex_;
   std::set<LinkReactor*> live_ GUARDED_BY(mutex_);  // each removes itself in OnDone
+  std::map<std::string, LinkProgress> progress_ GUARDED_BY(mutex_);
 };
 
 }  // namespace accumulus::server

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <random>
 #include <set>
 
 #include "common/mutex.h"
@@ -14,6 +15,12 @@ int64_t MonotonicMicros(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
 }
 
+uint64_t RandomEpoch() {
+  std::random_device random;
+  const uint64_t epoch = (static_cast<uint64_t>(random()) << 32) ^ random();
+  return epoch == 0 ? 1 : epoch;
+}
+
 }  // namespace
 
 ControllerLink::ControllerLink(LinkOptions options, v1::Register registration,
@@ -22,7 +29,8 @@ ControllerLink::ControllerLink(LinkOptions options, v1::Register registration,
     : options_(std::move(options)),
       registration_(std::move(registration)),
       running_jobs_(std::move(running_jobs)),
-      on_message_(std::move(on_message)) {
+      on_message_(std::move(on_message)),
+      epoch_(RandomEpoch()) {
   grpc::ChannelArguments args;
   // Notice a dead controller even when no message is due.
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
@@ -55,20 +63,47 @@ void ControllerLink::Stop() {
 void ControllerLink::Send(v1::WorkerMessage message) {
   {
     MutexLock lock(&mutex_);
-    outbox_.push_back(std::move(message));
-    if (outbox_.size() > options_.max_buffered) {
-      // The oldest event goes first: a job's status (how it ended) is kept.
-      auto victim = std::find_if(outbox_.begin(), outbox_.end(),
+    message.set_sequence(next_sequence_++);
+    unacked_.push_back(std::move(message));
+    if (unacked_.size() > options_.max_buffered) {
+      // The oldest event batch goes first, written or not: a job's status
+      // (how it ended) is kept.
+      auto victim = std::find_if(unacked_.begin(), unacked_.end(),
                                  [](const v1::WorkerMessage& m) { return m.has_events(); });
-      if (victim == outbox_.end()) victim = outbox_.begin();
+      if (victim == unacked_.end()) victim = unacked_.begin();
       const std::string job_id = victim->has_events()   ? victim->events().job_id()
                                  : victim->has_status() ? victim->status().job_id()
                                                         : "";
       if (!job_id.empty()) ++dropped_by_job_[job_id];
-      outbox_.erase(victim);
+      if (static_cast<size_t>(victim - unacked_.begin()) < written_) --written_;
+      unacked_.erase(victim);
       if (dropped_++ % 1000 == 0) {
         spdlog::warn("controller unreachable: dropped {} buffered message(s)", dropped_);
       }
+    }
+  }
+  changed_.NotifyAll();
+}
+
+size_t ControllerLink::unacknowledged() const {
+  MutexLock lock(&mutex_);
+  return unacked_.size();
+}
+
+bool ControllerLink::WaitAcknowledged(std::chrono::steady_clock::time_point deadline) {
+  MutexLock lock(&mutex_);
+  while (!unacked_.empty()) {
+    if (!changed_.WaitUntil(&mutex_, deadline)) return unacked_.empty();
+  }
+  return true;
+}
+
+void ControllerLink::Acknowledge(uint64_t sequence) {
+  {
+    MutexLock lock(&mutex_);
+    while (!unacked_.empty() && unacked_.front().sequence() <= sequence) {
+      unacked_.pop_front();
+      if (written_ > 0) --written_;
     }
   }
   changed_.NotifyAll();
@@ -141,15 +176,16 @@ bool ControllerLink::RunSession() {
   auto stream = stub_->Connect(&context);
   v1::WorkerMessage hello;
   *hello.mutable_register_() = registration_;
+  hello.mutable_register_()->set_link_epoch(epoch_);
   std::set<std::string> running;
   for (const std::string& id : running_jobs_()) running.insert(id);
   {
     MutexLock lock(&mutex_);
-    outbox_.insert(outbox_.begin(), sent_window_.begin(), sent_window_.end());
-    sent_window_.clear();
+    // Whatever the last session wrote and was not acknowledged goes again.
+    written_ = 0;
     // A job whose end the controller has not heard of yet still counts as
     // running here: the buffered status tells how it ended.
-    for (const v1::WorkerMessage& m : outbox_) {
+    for (const v1::WorkerMessage& m : unacked_) {
       if (m.has_status()) running.insert(m.status().job_id());
     }
     for (const auto& [job_id, count] : dropped_by_job_) {
@@ -172,6 +208,7 @@ bool ControllerLink::RunSession() {
       lease_ = ResolveLease(reply.registered().lost_after_ms());
     }
     Renew(MonotonicMicros(hello_sent));
+    Acknowledge(reply.registered().acked_sequence());
     spdlog::info(
         "registered with controller {} as {}: lost after {} ms unheard; lease {} ms, trainers' "
         "{} ms",
@@ -193,6 +230,9 @@ bool ControllerLink::RunSession() {
     while (stream->Read(&reply)) {
       if (reply.has_heartbeat_ack()) {
         Renew(reply.heartbeat_ack().sent_at_us());
+        Acknowledge(reply.heartbeat_ack().acked_sequence());
+      } else if (reply.has_ack()) {
+        Acknowledge(reply.ack().sequence());
       } else {
         on_message_(reply);
       }
@@ -229,22 +269,23 @@ bool ControllerLink::NextMessageLocked(std::chrono::milliseconds heartbeat_inter
       *next_heartbeat = now + heartbeat_interval;
       return true;
     }
-    if (outbox_.empty()) {
+    if (written_ == unacked_.size()) {
       // Idle: wake for a message, for the end, or for the next heartbeat.
       changed_.WaitUntil(&mutex_, *next_heartbeat);
       continue;
     }
-    *message = std::move(outbox_.front());
-    outbox_.pop_front();
+    // A copy: the original stays until it is acknowledged.
+    *message = unacked_[written_++];
     // Events of one job queued behind each other travel as one message
-    // (the controller records them in one transaction).
-    while (message->has_events() && !outbox_.empty() && outbox_.front().has_events() &&
-           outbox_.front().events().job_id() == message->events().job_id() &&
+    // (the controller records them in one transaction), numbered as the
+    // last of them.
+    while (message->has_events() && written_ < unacked_.size() && unacked_[written_].has_events() &&
+           unacked_[written_].events().job_id() == message->events().job_id() &&
+           unacked_[written_].events().attempt() == message->events().attempt() &&
            message->events().events_size() < kMaxEventsPerMessage) {
-      for (auto& e : *outbox_.front().mutable_events()->mutable_events()) {
-        *message->mutable_events()->add_events() = std::move(e);
-      }
-      outbox_.pop_front();
+      const v1::WorkerMessage& next = unacked_[written_++];
+      for (const auto& e : next.events().events()) *message->mutable_events()->add_events() = e;
+      message->set_sequence(next.sequence());
     }
     return true;
   }
@@ -261,17 +302,9 @@ void ControllerLink::WriteLoop(
       MutexLock lock(&mutex_);
       if (!NextMessageLocked(interval, &next_heartbeat, &message)) return;
     }
-    const bool ok = stream->Write(message);  // blocks: without the lock
-    MutexLock lock(&mutex_);
-    if (!ok) {
-      // Not delivered: keep it for the next session.
-      if (!message.has_heartbeat()) outbox_.push_front(std::move(message));
-      return;
-    }
-    if (!message.has_heartbeat() && options_.resend_window > 0) {
-      sent_window_.push_back(std::move(message));
-      if (sent_window_.size() > options_.resend_window) sent_window_.pop_front();
-    }
+    // Blocks: without the lock. A failed write ends the session; what it
+    // carried is still unacknowledged and goes again on the next.
+    if (!stream->Write(message)) return;
   }
 }
 

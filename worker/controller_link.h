@@ -1,7 +1,15 @@
 // The worker's end of the worker link: dials the controller, registers, and
 // keeps the stream up (so a worker may start before the controller).
-// Outgoing messages queue while the link is down (bounded) and go out in
-// order once it is up again.
+//
+// An acknowledged link: every event batch and status gets a sequence number
+// (WorkerMessage.sequence, from 1 within this daemon's link_epoch), and is
+// kept until the controller acknowledges it, cumulatively, as recorded
+// (LinkAck; Registered.acked_sequence after a reconnect). What is not
+// acknowledged when a session ends is written again, in order, on the next
+// one; the controller knows a resent event by its trainer's number
+// (JobEvent.rank_sequence). The kept messages are bounded (max_buffered):
+// beyond it the oldest event batch goes, counted per job and reported in
+// the next registration; statuses stay.
 //
 // Reconnecting: the session waits for the channel to be ready
 // (wait_for_ready), and the channel redials with gRPC's own backoff, from
@@ -32,13 +40,9 @@ struct LinkOptions {
   std::string controller_address;
   std::chrono::milliseconds initial_backoff{200};
   std::chrono::milliseconds max_backoff{2000};
-  // Messages kept while disconnected; beyond this the oldest are dropped
-  // (and the drop is logged).
+  // Messages kept until acknowledged (written or not); beyond this the
+  // oldest event batch is dropped (and the drop is logged and reported).
   size_t max_buffered = 100000;
-  // Messages already written are kept this long (the newest N) and written
-  // again after a reconnect: the controller may have died before recording
-  // them. It drops what it already has.
-  size_t resend_window = 1024;
   // The worker's lease: how long after the newest heartbeat the controller
   // echoed it may keep training without hearing from it again. 0: half the
   // controller's lost-worker timeout (Registered.lost_after_ms); a larger
@@ -60,8 +64,14 @@ class ControllerLink {
 
   void Start();
   void Stop() EXCLUDES(mutex_);
-  // Queues a message for the controller.
+  // Queues a message for the controller, numbering it.
   void Send(v1::WorkerMessage message) EXCLUDES(mutex_);
+
+  // Messages kept, not yet acknowledged.
+  size_t unacknowledged() const EXCLUDES(mutex_);
+  // Waits until every message sent so far is acknowledged (a stopping
+  // worker's last statuses reach the store); false at the deadline.
+  bool WaitAcknowledged(std::chrono::steady_clock::time_point deadline) EXCLUDES(mutex_);
 
   // Whether the lease holds now: the controller echoed a heartbeat sent
   // less than a lease ago (or the registration was answered that recently).
@@ -96,11 +106,18 @@ class ControllerLink {
   // An echo of a heartbeat sent at `sent_at_us` arrived: the lease runs
   // until then plus lease_.
   void Renew(int64_t sent_at_us) EXCLUDES(mutex_);
+  // Everything up to `sequence` is recorded: forgotten here.
+  void Acknowledge(uint64_t sequence) EXCLUDES(mutex_);
 
   mutable Mutex mutex_;
   CondVar changed_;
-  std::deque<v1::WorkerMessage> outbox_ GUARDED_BY(mutex_);
-  std::deque<v1::WorkerMessage> sent_window_ GUARDED_BY(mutex_);  // written, maybe not recorded
+  // This run of the daemon, for the controller: sequences count within it.
+  const uint64_t epoch_;
+  uint64_t next_sequence_ GUARDED_BY(mutex_) = 1;
+  // Every numbered message not yet acknowledged, in sequence order; the
+  // first `written_` went out in the current session.
+  std::deque<v1::WorkerMessage> unacked_ GUARDED_BY(mutex_);
+  size_t written_ GUARDED_BY(mutex_) = 0;
   bool stopping_ GUARDED_BY(mutex_) = false;
   bool session_live_ GUARDED_BY(mutex_) = false;
   grpc::ClientContext* context_ GUARDED_BY(mutex_) = nullptr;  // of the live session, for Stop

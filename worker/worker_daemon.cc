@@ -3,6 +3,8 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <chrono>
+
 namespace accumulus::worker {
 namespace {
 
@@ -76,6 +78,13 @@ void WorkerDaemon::Stop() {
   // The keeper first: trainers stopping for the shutdown keep their lease.
   supervisor_->StopAll();
   lease_keeper_->Stop();
+  // How the trainers ended reaches the controller before the link goes,
+  // when it is reachable at all.
+  constexpr auto kDrain = std::chrono::seconds(2);
+  if (!link_->WaitAcknowledged(std::chrono::steady_clock::now() + kDrain)) {
+    spdlog::warn("stopping with {} message(s) the controller has not acknowledged",
+                 link_->unacknowledged());
+  }
   link_->Stop();
 }
 

@@ -143,7 +143,8 @@ threads: {intra_op: 1, blas: 1}
   EXPECT_EQ(listed.exit_code, 0) << listed.stderr_text;
 }
 
-// A checkpoint the trainer cannot write fails the job on the first try,
+// A checkpoint dir the trainer cannot write fails the job on the first try
+// (when its start is recorded in the dir's lineage, before step 1),
 // permanently (max_restarts is not spent on it), naming the path and the
 // OS error. As root (CI) permissions do not stop a write, so the directory
 // is made impossible: a regular file stands where it should be.
@@ -166,7 +167,7 @@ checkpoint: {dir: )" + dir + R"(, every_steps: 2}
   EXPECT_EQ(job.state(), v1::JOB_STATE_FAILED);
   EXPECT_EQ(job.attempt(), 1) << "not retried: " << job.reason();
   EXPECT_EQ(job.attempts_size(), 0);
-  EXPECT_NE(job.reason().find("checkpoint after step 2: cannot create the checkpoint dir " + dir),
+  EXPECT_NE(job.reason().find("checkpoint lineage: cannot create the checkpoint dir " + dir),
             std::string::npos)
       << job.reason();
   EXPECT_NE(job.reason().find(os_error), std::string::npos) << job.reason();

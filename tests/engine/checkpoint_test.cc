@@ -69,7 +69,9 @@ std::vector<int64_t> Steps(const RecordingSink& sink) {
 
 std::vector<std::string> CheckpointFiles(const std::string& dir) {
   std::vector<std::string> out;
-  for (const auto& e : fs::directory_iterator(dir)) out.push_back(e.path().filename().string());
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().extension() == ".ckpt") out.push_back(e.path().filename().string());
+  }
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -102,8 +104,8 @@ TEST_P(Checkpoints, ARunThatDiesMidWindowResumesToTheSameParameters) {
   const auto died = RunJob(Job(GetParam(), dir_), crash);
   ASSERT_FALSE(died->status.ok());
   EXPECT_EQ(Steps(died->sink), (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7}));
-  EXPECT_EQ(CheckpointFiles(dir_),
-            (std::vector<std::string>{"step-00000003.ckpt", "step-00000006.ckpt"}));
+  EXPECT_EQ(CheckpointFiles(dir_), (std::vector<std::string>{"step-00000003.attempt-0.ckpt",
+                                                             "step-00000006.attempt-0.ckpt"}));
 
   const auto resumed = RunJob(Job(GetParam(), dir_));
   ASSERT_TRUE(resumed->status.ok()) << resumed->status.ToString();
@@ -127,7 +129,7 @@ TEST_P(Checkpoints, AGracefulStopCheckpointsWhereItStops) {
   c.checkpoint_every_steps = 0;  // only on stop
   const auto stopped = RunJob(c, options);
   EXPECT_EQ(stopped->status.code(), StatusCode::kCancelled);
-  EXPECT_EQ(CheckpointFiles(dir_), (std::vector<std::string>{"step-00000005.ckpt"}));
+  EXPECT_EQ(CheckpointFiles(dir_), (std::vector<std::string>{"step-00000005.attempt-0.ckpt"}));
   const auto resumed = RunJob(c);
   ASSERT_TRUE(resumed->status.ok()) << resumed->status.ToString();
   EXPECT_EQ(resumed->sink.run.resumed_from_step, 5);
@@ -160,12 +162,12 @@ class CheckpointDamage : public Checkpoints {
     return logs;
   }
 
-  const std::string newest_ = dir_ + "/step-00000009.ckpt";
+  const std::string newest_ = dir_ + "/step-00000009.attempt-0.ckpt";
 };
 
 TEST_F(CheckpointDamage, ATruncatedCheckpointFallsBackToThePreviousOne) {
   fs::resize_file(newest_, fs::file_size(newest_) / 2);
-  EXPECT_NE(ResumeExpecting(6).find("step-00000009.ckpt: truncated"), std::string::npos);
+  EXPECT_NE(ResumeExpecting(6).find("step-00000009.attempt-0.ckpt: truncated"), std::string::npos);
 }
 
 TEST_F(CheckpointDamage, AGarbledCheckpointFallsBackToThePreviousOne) {
@@ -175,7 +177,8 @@ TEST_F(CheckpointDamage, AGarbledCheckpointFallsBackToThePreviousOne) {
     f.put('\x5a');
     f.put('\xa5');
   }
-  EXPECT_NE(ResumeExpecting(6).find("step-00000009.ckpt: checksum mismatch"), std::string::npos);
+  EXPECT_NE(ResumeExpecting(6).find("step-00000009.attempt-0.ckpt: checksum mismatch"),
+            std::string::npos);
 }
 
 TEST_F(CheckpointDamage, EveryCheckpointUnreadableStartsAfresh) {
@@ -203,8 +206,9 @@ TEST(CheckpointRetention, KeepsTheNewestK) {
   c.checkpoint_keep = 2;
   ASSERT_TRUE(RunJob(c)->status.ok());
   // Step 12 is the last: the output, not a checkpoint, records it.
-  EXPECT_EQ(CheckpointFiles(temp.path()),
-            (std::vector<std::string>{"step-00000010.ckpt", "step-00000011.ckpt"}));
+  EXPECT_EQ(
+      CheckpointFiles(temp.path()),
+      (std::vector<std::string>{"step-00000010.attempt-0.ckpt", "step-00000011.attempt-0.ckpt"}));
 }
 
 }  // namespace

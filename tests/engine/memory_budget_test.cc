@@ -175,9 +175,11 @@ TEST(OutOfMemory, AWindowThatRunsOutIsRetriedSmallerOnTheSameTrajectory) {
   ASSERT_EQ(sink.steps.size(), 4u);
   EXPECT_EQ(sink.steps[2].microbatches, 2);
   EXPECT_EQ(sink.steps[3].microbatches, 4) << "step 4 ran as 16 × 4";
-  ASSERT_EQ(sink.logs.size(), 1u);
-  EXPECT_NE(sink.logs[0].find("micro_batch 16 × accumulation 4"), std::string::npos)
-      << sink.logs[0];
+  ASSERT_EQ(sink.split_changes.size(), 1u) << "the controller is told, once";
+  EXPECT_EQ(sink.split_changes[0].step, 4);
+  EXPECT_EQ(sink.split_changes[0].micro_batch, 16);
+  EXPECT_EQ(sink.split_changes[0].accumulation_steps, 4);
+  EXPECT_EQ(sink.split_changes[0].reason, "out of memory in step 4 at micro_batch 32");
   EXPECT_LE(MaxRelativeDifference(recovered, reference), 1e-5);
 }
 

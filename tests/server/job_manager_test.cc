@@ -129,7 +129,9 @@ TEST_F(JobManagerTest, ASupersededAttemptsEventsAreRecordedAsStaleOnce) {
     events.set_job_id(id);
     events.set_attempt(attempt);
     for (int64_t step = first; step <= last; ++step) {
-      events.add_events()->mutable_step()->set_step(step);
+      v1::JobEvent* event = events.add_events();
+      event->mutable_step()->set_step(step);
+      event->set_rank_sequence(step);  // the trainer's only events
     }
     return events;
   };
@@ -305,7 +307,10 @@ TEST_F(JobManagerTest, MergesTheRanksStepReportsIntoOneEvent) {
   auto report = [&](const std::string& worker, int rank, double comm) {
     v1::TrainerEvents events;
     events.set_job_id(id);
-    v1::StepMetrics* step = events.add_events()->mutable_step();
+    v1::JobEvent* event = events.add_events();
+    event->set_rank(rank);
+    event->set_rank_sequence(1);
+    v1::StepMetrics* step = event->mutable_step();
     step->set_step(1);
     step->set_rank(rank);
     step->set_loss(0.5);
@@ -326,6 +331,9 @@ TEST_F(JobManagerTest, MergesTheRanksStepReportsIntoOneEvent) {
   EXPECT_DOUBLE_EQ(merged.step().ranks(1).comm_seconds(), 0.2);
   EXPECT_EQ(merged.step().rank(), 0);
   EXPECT_EQ(merged.step().ranks(1).tensor_peak_bytes(), 1001);
+  EXPECT_EQ(merged.step().ranks(1).rank_sequence(), 1);
+  report("w2", 1, 0.2);  // resent after a reconnect
+  EXPECT_EQ((*jobs_.Events(id))->last_sequence(), before + 1) << "known by its number";
   // Memory is exported per rank.
   const std::string exposition = registry_.Render();
   EXPECT_NE(
@@ -464,7 +472,9 @@ TEST_F(JobManagerTest, ARestartWaitsForAWorkerStillStoppingTheJobsOldAttempt) {
 v1::TrainerEvents StepReport(const std::string& job_id, int64_t step) {
   v1::TrainerEvents events;
   events.set_job_id(job_id);
-  events.add_events()->mutable_step()->set_step(step);
+  v1::JobEvent* event = events.add_events();
+  event->mutable_step()->set_step(step);
+  event->set_rank_sequence(step);  // the trainer's only events
   return events;
 }
 

@@ -19,10 +19,12 @@ class RecordingSink : public engine::EventSink {
  public:
   void OnRun(const engine::RunReport& r) override { run = r; }
   void OnStep(const engine::StepReport& r) override { steps.push_back(r); }
+  void OnSplitChange(const engine::SplitChange& c) override { split_changes.push_back(c); }
   void OnLog(engine::LogLevel, const std::string& text) override { logs.push_back(text); }
 
   engine::RunReport run;
   std::vector<engine::StepReport> steps;
+  std::vector<engine::SplitChange> split_changes;
   std::vector<std::string> logs;
 };
 

@@ -71,6 +71,23 @@ TEST_F(ProtoEventSinkTest, WithoutADelayEachStepIsItsOwnMessage) {
   EXPECT_EQ(Next().exit().state(), v1::JOB_STATE_SUCCEEDED);
 }
 
+TEST_F(ProtoEventSinkTest, EveryEventIsNumberedByItsRankInTheOrderWritten) {
+  v1::RuntimeInfo runtime;
+  runtime.set_rank(3);
+  ProtoEventSink sink(write_fd_, runtime, milliseconds(0));
+  sink.OnRun(engine::RunReport());
+  sink.OnStep(Step(1));
+  sink.OnLog(engine::LogLevel::kInfo, "checkpoint");
+  sink.OnSplitChange({2, 4, 8, "out of memory"});
+  sink.OnStep(Step(2));
+  for (int64_t sequence = 1; sequence <= 5; ++sequence) {
+    const v1::TrainerMessage message = Next();
+    ASSERT_EQ(message.events().events_size(), 1);
+    EXPECT_EQ(message.events().events(0).rank(), 3);
+    EXPECT_EQ(message.events().events(0).rank_sequence(), sequence);
+  }
+}
+
 TEST_F(ProtoEventSinkTest, HeldStepsGoOutWithTheNextLogInOrder) {
   ProtoEventSink sink(write_fd_, v1::RuntimeInfo(), hours(1));
   for (int64_t step = 1; step <= 3; ++step) sink.OnStep(Step(step));

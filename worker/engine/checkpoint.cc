@@ -1,6 +1,5 @@
 #include "worker/engine/checkpoint.h"
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,6 +11,7 @@
 #include <sstream>
 
 #include "worker/engine/cpu_rng.h"
+#include "worker/engine/durable_file.h"
 
 namespace accumulus::engine {
 namespace {
@@ -20,7 +20,9 @@ namespace fs = std::filesystem;
 
 constexpr char kMagic[8] = {'A', 'C', 'C', 'C', 'K', 'P', 'T', '1'};
 constexpr size_t kHeaderBytes = sizeof(kMagic) + 2 * sizeof(uint64_t);
-const std::regex kFileName(R"(step-(\d+)\.ckpt)");
+// Files before attempts were recorded in them (step-<N>.ckpt) count as
+// attempt 0.
+const std::regex kFileName(R"(step-(\d+)(?:\.attempt-(\d+))?\.ckpt)");
 
 uint64_t Fnv1a64(const std::string& data) {
   uint64_t hash = 14695981039346656037ull;
@@ -29,71 +31,6 @@ uint64_t Fnv1a64(const std::string& data) {
     hash *= 1099511628211ull;
   }
   return hash;
-}
-
-// A failed file operation on a checkpoint, by what a retry would meet:
-// a directory the trainer may not write (permissions, a read-only or
-// missing mount, a file where a directory should be) or a full disk fails
-// the same way on every attempt, so the job fails once, permanently
-// (FAILED_PRECONDITION / RESOURCE_EXHAUSTED); anything else (EIO, a
-// transient network file system error) may pass on a retry (INTERNAL).
-Status FileError(const std::string& what, int error) {
-  std::string message = what + ": " + std::strerror(error);
-  switch (error) {
-    case EACCES:
-    case EPERM:
-    case EROFS:
-    case ENOENT:
-    case ENOTDIR:
-    case EISDIR:
-    case ENAMETOOLONG:
-    case ELOOP:
-      return Status::FailedPrecondition(std::move(message));
-    case ENOSPC:
-    case EDQUOT:
-    case EFBIG:
-      return Status::ResourceExhausted(std::move(message));
-    default:
-      return Status::Internal(std::move(message));
-  }
-}
-
-// Writes `data` to `path` durably: a temporary file in the same directory,
-// fsync, rename over `path`, fsync of the directory.
-Status WriteFileAtomically(const std::string& path, const std::string& data) {
-  const std::string temp = path + ".tmp-" + std::to_string(getpid());
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return FileError("cannot create " + temp, errno);
-  size_t written = 0;
-  while (written < data.size()) {
-    const ssize_t n = ::write(fd, data.data() + written, data.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int error = errno;
-      ::close(fd);
-      ::unlink(temp.c_str());
-      return FileError("cannot write " + temp, error);
-    }
-    written += static_cast<size_t>(n);
-  }
-  const int synced = ::fsync(fd) == 0 ? 0 : errno;
-  const int closed = ::close(fd) == 0 ? 0 : errno;
-  if (synced != 0 || closed != 0) {
-    const int error = synced != 0 ? synced : closed;
-    ::unlink(temp.c_str());
-    return FileError("cannot flush " + temp, error);
-  }
-  if (::rename(temp.c_str(), path.c_str()) != 0) {
-    const int error = errno;
-    ::unlink(temp.c_str());
-    return FileError("cannot rename " + temp + " to " + path, error);
-  }
-  const int dir = ::open(fs::path(path).parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir >= 0) {
-    ::fsync(dir);
-    ::close(dir);
-  }
-  return Status::Ok();
 }
 
 std::string Key(const char* kind, size_t i) { return std::string(kind) + "_" + std::to_string(i); }
@@ -128,20 +65,45 @@ StatusOr<std::string> ReadPayload(const std::string& path) {
 
 }  // namespace
 
-CheckpointStore::CheckpointStore(std::string dir, int64_t keep)
-    : dir_(std::move(dir)), keep_(std::max<int64_t>(1, keep)) {}
+CheckpointStore::CheckpointStore(std::string dir, int64_t keep, int64_t attempt)
+    : dir_(std::move(dir)), keep_(std::max<int64_t>(1, keep)), attempt_(attempt) {}
 
-std::vector<std::pair<int64_t, std::string>> CheckpointStore::List() const {
-  std::vector<std::pair<int64_t, std::string>> out;
+std::vector<CheckpointStore::File> CheckpointStore::List() const {
+  std::vector<File> out;
   std::error_code error;
   for (const auto& entry : fs::directory_iterator(dir_, error)) {
     const std::string name = entry.path().filename().string();
     std::smatch m;
-    if (std::regex_match(name, m, kFileName))
-      out.emplace_back(std::stoll(m[1]), entry.path().string());
+    if (std::regex_match(name, m, kFileName)) {
+      out.push_back({std::stoll(m[1]), m[2].matched ? std::stoll(m[2]) : 0, entry.path().string()});
+    }
   }
-  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::sort(out.begin(), out.end(), [](const File& a, const File& b) {
+    return a.step != b.step ? a.step > b.step : a.attempt > b.attempt;
+  });
   return out;
+}
+
+Status CheckpointStore::CheckNotSuperseded(const std::string& what) const {
+  StatusOr<CheckpointLineage> lineage = CheckpointLineage::Read(dir_);
+  if (!lineage.ok()) return lineage.status();
+  return CheckNotSuperseded(*lineage, what);
+}
+
+Status CheckpointStore::CheckNotSuperseded(const CheckpointLineage& lineage,
+                                           const std::string& what) const {
+  if (const int64_t newer = lineage.NewestAbove(attempt_); newer > 0) {
+    return Status::FailedPrecondition("attempt " + std::to_string(attempt_) +
+                                      " is superseded by attempt " + std::to_string(newer) + " (" +
+                                      (fs::path(dir_) / CheckpointLineage::kFileName).string() +
+                                      "): " + what);
+  }
+  return Status::Ok();
+}
+
+Status CheckpointStore::RecordStart(const TrainingState& resumed) {
+  return CheckpointLineage::Append(
+      dir_, {attempt_, resumed.step, resumed.step > 0 ? resumed.written_by_attempt : 0});
 }
 
 StatusOr<std::string> CheckpointStore::Write(const TrainingState& state, const Model& model,
@@ -190,14 +152,31 @@ StatusOr<std::string> CheckpointStore::Write(const TrainingState& state, const M
   std::error_code error;
   fs::create_directories(dir_, error);
   if (error) return FileError("cannot create the checkpoint dir " + dir_, error.value());
-  char name[32];
-  std::snprintf(name, sizeof name, "step-%08lld.ckpt", static_cast<long long>(state.step));
+  if (Status s = CheckNotSuperseded("its checkpoint after step " + std::to_string(state.step) +
+                                    " is not written");
+      !s.ok())
+    return s;
+  char name[64];
+  std::snprintf(name, sizeof name, "step-%08lld.attempt-%lld.ckpt",
+                static_cast<long long>(state.step), static_cast<long long>(attempt_));
   const std::string path = (fs::path(dir_) / name).string();
-  if (Status s = WriteFileAtomically(path, file); !s.ok()) return s;
-  // Only after the new one is in place: the oldest beyond `keep` go.
-  const auto present = List();
-  for (size_t i = static_cast<size_t>(keep_); i < present.size(); ++i) {
-    fs::remove(present[i].second, error);
+  if (Status s = ReplaceFileDurably(path, file, ".tmp-" + std::to_string(getpid())); !s.ok()) {
+    return s;
+  }
+  // Only after the new one is in place: beyond the newest `keep` of this
+  // attempt's history, its own and older attempts' files go (a newer
+  // attempt's never do).
+  StatusOr<CheckpointLineage> lineage = CheckpointLineage::Read(dir_);
+  if (!lineage.ok()) return path;  // kept: nothing is deleted on a doubt
+  int64_t kept = 0;
+  std::string unused;
+  for (const File& f : List()) {
+    if (f.attempt > attempt_) continue;
+    if (lineage->Allows(f.attempt, f.step, &unused) && kept < keep_) {
+      ++kept;
+      continue;
+    }
+    fs::remove(f.path, error);
   }
   return path;
 }
@@ -205,7 +184,20 @@ StatusOr<std::string> CheckpointStore::Write(const TrainingState& state, const M
 StatusOr<TrainingState> CheckpointStore::LoadLatest(const RunIdentity& identity, Model& model,
                                                     torch::optim::Optimizer& optimizer,
                                                     std::vector<std::string>* skipped) {
-  for (const auto& [step, path] : List()) {
+  StatusOr<CheckpointLineage> lineage = CheckpointLineage::Read(dir_);
+  if (!lineage.ok()) return lineage.status();
+  if (Status s = CheckNotSuperseded(*lineage, "it does not start"); !s.ok()) return s;
+  for (const File& file : List()) {
+    const std::string& path = file.path;
+    if (file.attempt > attempt_) {
+      skipped->push_back(path + ": written by attempt " + std::to_string(file.attempt) +
+                         ", newer than this one (" + std::to_string(attempt_) + ")");
+      continue;
+    }
+    if (std::string why; !lineage->Allows(file.attempt, file.step, &why)) {
+      skipped->push_back(path + ": " + why);
+      continue;
+    }
     StatusOr<std::string> payload = ReadPayload(path);
     if (!payload.ok()) {
       skipped->push_back(path + ": " + payload.status().message());
@@ -289,6 +281,7 @@ StatusOr<TrainingState> CheckpointStore::LoadLatest(const RunIdentity& identity,
       return Status::DataLoss(path + ": optimizer state: " + e.what_without_backtrace());
     }
     RestoreCpuRng(rng.cpu());
+    state.written_by_attempt = file.attempt;
     return state;
   }
   return Status::NotFound("no checkpoint in " + dir_);

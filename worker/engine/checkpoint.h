@@ -4,11 +4,16 @@
 // and what identifies the run (a checkpoint of another job or another data
 // order is refused, not silently trained on).
 //
-// File: an 8-byte magic, the payload's length and FNV-1a 64 checksum, then a
-// LibTorch archive. Written to a temporary file, fsynced, renamed into place
-// and the directory fsynced, so a crash leaves either the old set or the new
-// one; a truncated or garbled file is detected by length and checksum and
-// the previous checkpoint is used instead.
+// File: step-<N>.attempt-<A>.ckpt, an 8-byte magic, the payload's length
+// and FNV-1a 64 checksum, then a LibTorch archive. Replaced durably
+// (durable_file.h), so a crash leaves either the old set or the new one; a
+// truncated or garbled file is detected by length and checksum and the
+// previous checkpoint is used instead.
+//
+// Fenced by attempt (checkpoint_lineage.h): a store belongs to one attempt
+// of the job, names its files with it, writes nothing once a newer attempt
+// has started, deletes no newer attempt's file, and resumes only from
+// checkpoints on the history the lineage records.
 #pragma once
 
 #include <torch/torch.h>
@@ -18,6 +23,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "worker/engine/checkpoint_lineage.h"
 #include "worker/engine/loss_scaler.h"
 #include "worker/engine/model_factory.h"
 #include "worker/engine/thread_split.h"
@@ -43,34 +49,55 @@ struct TrainingState {
   ThreadSplit threads;
   bool has_loss_scaler = false;
   LossScaler::State loss_scaler;
+  // The attempt that wrote the checkpoint this state was loaded from.
+  int64_t written_by_attempt = 0;
 };
 
 class CheckpointStore {
  public:
-  // Checkpoints live in `dir` (created when missing) as step-<N>.ckpt; the
-  // newest `keep` are kept.
-  CheckpointStore(std::string dir, int64_t keep);
+  // Checkpoints of attempt `attempt` live in `dir` (created when missing);
+  // the newest `keep` of its history are kept.
+  CheckpointStore(std::string dir, int64_t keep, int64_t attempt);
 
   // Writes the state after `state.step`; returns the file's path.
+  // FAILED_PRECONDITION, writing nothing, once a newer attempt has started.
   StatusOr<std::string> Write(const TrainingState& state, const Model& model,
                               torch::optim::Optimizer& optimizer);
 
-  // Restores the newest checkpoint that reads back whole and belongs to
-  // `identity` into model, optimizer and the global RNG. Files passed over
-  // (truncated, garbled, another run's) are described in `skipped`.
-  // NOT_FOUND when there is none to resume from.
+  // Restores the newest checkpoint that reads back whole, belongs to
+  // `identity` and lies on the lineage's history into model, optimizer and
+  // the global RNG. Files passed over (truncated, garbled, another run's, a
+  // superseded attempt's) are described in `skipped`. NOT_FOUND when there
+  // is none to resume from; FAILED_PRECONDITION when this attempt is
+  // superseded.
   StatusOr<TrainingState> LoadLatest(const RunIdentity& identity, Model& model,
                                      torch::optim::Optimizer& optimizer,
                                      std::vector<std::string>* skipped);
 
+  // Records this attempt's start in the lineage (rank 0, after every rank
+  // has chosen the checkpoint it resumes from).
+  Status RecordStart(const TrainingState& resumed);
+
+  // OK while no newer attempt has started; FAILED_PRECONDITION naming it
+  // and ending with `what` (what this attempt therefore does not do) once
+  // one has.
+  Status CheckNotSuperseded(const std::string& what) const;
+
   const std::string& dir() const { return dir_; }
 
  private:
-  // step → path of the checkpoint files present, newest first.
-  std::vector<std::pair<int64_t, std::string>> List() const;
+  struct File {
+    int64_t step;
+    int64_t attempt;
+    std::string path;
+  };
+  Status CheckNotSuperseded(const CheckpointLineage& lineage, const std::string& what) const;
+  // The checkpoint files present, newest step first (then newest attempt).
+  std::vector<File> List() const;
 
   const std::string dir_;
   const int64_t keep_;
+  const int64_t attempt_;
 };
 
 }  // namespace accumulus::engine

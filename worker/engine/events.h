@@ -75,6 +75,16 @@ struct StepReport {
   int64_t skipped_steps = 0;
 };
 
+// The split changed mid-run: a window ran out of memory and is run again
+// with a smaller micro-batch (and as much more accumulation), which every
+// later window keeps. The batch plan is the controller's; this tells it.
+struct SplitChange {
+  int64_t step = 0;  // the window run again with the new split
+  int64_t micro_batch = 0;
+  int64_t accumulation_steps = 0;
+  std::string reason;
+};
+
 enum class LogLevel { kInfo, kWarning, kError };
 
 class EventSink {
@@ -82,6 +92,7 @@ class EventSink {
   virtual ~EventSink() = default;
   virtual void OnRun(const RunReport& report) = 0;
   virtual void OnStep(const StepReport& report) = 0;
+  virtual void OnSplitChange(const SplitChange& change) = 0;
   virtual void OnLog(LogLevel level, const std::string& text) = 0;
 };
 

@@ -1,9 +1,13 @@
 #include "worker/engine/model_factory.h"
 
 #include <torch/script.h>
+#include <unistd.h>
+
+#include <sstream>
 
 #include "worker/engine/charlm.h"
 #include "worker/engine/cnn.h"
+#include "worker/engine/durable_file.h"
 #include "worker/engine/mlp.h"
 #include "worker/engine/state_dict.h"
 
@@ -28,7 +32,7 @@ class NnModel final : public Model {
     }
     return false;
   }
-  Status Save(const std::string& path) const override { return SaveStateDict(*module_, path); }
+  StatusOr<std::string> Serialize() const override { return StateDictArchive(*module_); }
 
  private:
   Holder module_;
@@ -59,12 +63,14 @@ class ScriptModel final : public Model {
     }
     return false;
   }
-  Status Save(const std::string& path) const override {
+  StatusOr<std::string> Serialize() const override {
     try {
-      module_.save(path);
-      return Status::Ok();
+      std::ostringstream out;
+      module_.save(out);
+      return out.str();
     } catch (const c10::Error& e) {
-      return Status::Internal("cannot write " + path + ": " + e.what_without_backtrace());
+      return Status::Internal(std::string("cannot serialize the TorchScript module: ") +
+                              e.what_without_backtrace());
     }
   }
 
@@ -78,6 +84,12 @@ std::unique_ptr<Model> Wrap(Holder module) {
 }
 
 }  // namespace
+
+Status Model::Save(const std::string& path) const {
+  StatusOr<std::string> bytes = Serialize();
+  if (!bytes.ok()) return bytes.status();
+  return ReplaceFileDurably(path, *bytes, ".tmp-" + std::to_string(getpid()));
+}
 
 void Model::ZeroGrad() {
   for (auto& p : Parameters()) p.mutable_grad() = torch::Tensor();

@@ -27,9 +27,13 @@ class Model {
   // True when the model normalizes with batch statistics (BatchNorm), which
   // come from one micro-batch, not from the whole window.
   virtual bool HasBatchNorm() const = 0;
-  // Writes the trained model: a state-dict archive for built-ins (Python's
-  // torch.load reads it), a TorchScript file for TorchScript models.
-  virtual Status Save(const std::string& path) const = 0;
+  // The trained model as a file's bytes: a state-dict archive for built-ins
+  // (Python's torch.load reads it), a TorchScript archive for TorchScript
+  // models.
+  virtual StatusOr<std::string> Serialize() const = 0;
+
+  // Serialize, replacing `path` durably (durable_file.h).
+  Status Save(const std::string& path) const;
 
   // Frees every gradient (zero_grad(set_to_none=True)).
   void ZeroGrad();

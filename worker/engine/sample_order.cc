@@ -50,4 +50,24 @@ std::vector<WindowRange> MicroBatchesOf(const WindowRange& window, int64_t micro
   return out;
 }
 
+std::vector<int64_t> SampleStream::Collect(const Window& window) {
+  std::vector<int64_t> out;
+  out.reserve(static_cast<size_t>(window.size()));
+  for (const Segment& s : window.segments) {
+    const std::vector<int64_t>& order = Epoch(s.epoch);
+    out.insert(out.end(), order.begin() + s.begin, order.begin() + s.end);
+  }
+  return out;
+}
+
+const std::vector<int64_t>& SampleStream::Epoch(int64_t epoch) {
+  auto it = epochs_.find(epoch);
+  if (it == epochs_.end()) {
+    // A window touches at most two epochs; older ones are done.
+    while (!epochs_.empty() && epochs_.begin()->first < epoch - 1) epochs_.erase(epochs_.begin());
+    it = epochs_.emplace(epoch, EpochPermutation(samples_, seed_, epoch)).first;
+  }
+  return it->second;
+}
+
 }  // namespace accumulus::engine

@@ -8,7 +8,10 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <vector>
+
+#include "common/window_schedule.h"
 
 namespace accumulus::engine {
 
@@ -30,5 +33,21 @@ struct WindowRange {
 // size), cut into pieces of m. Ranks beyond a short window's end get none.
 std::vector<WindowRange> MicroBatchesOf(const WindowRange& window, int64_t micro_batch,
                                         int64_t accumulation_steps, int rank);
+
+// The samples of each window, in stream order: the permutation of each epoch
+// it touches (computed once per epoch, the two newest kept).
+class SampleStream {
+ public:
+  SampleStream(int64_t samples, uint64_t seed) : samples_(samples), seed_(seed) {}
+
+  std::vector<int64_t> Collect(const Window& window);
+
+ private:
+  const std::vector<int64_t>& Epoch(int64_t epoch);
+
+  const int64_t samples_;
+  const uint64_t seed_;
+  std::map<int64_t, std::vector<int64_t>> epochs_;
+};
 
 }  // namespace accumulus::engine

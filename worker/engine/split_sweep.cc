@@ -11,6 +11,8 @@ class StepCollector final : public EventSink {
  public:
   void OnRun(const RunReport& r) override { threads = r.threads; }
   void OnStep(const StepReport& r) override { steps.push_back(r); }
+  // A sweep runs without a memory budget: nothing to recover from.
+  void OnSplitChange(const SplitChange&) override {}
   void OnLog(LogLevel, const std::string&) override {}
   std::vector<StepReport> steps;
   ThreadSplit threads;

@@ -1,41 +1,16 @@
 #include "worker/engine/state_dict.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
 #include <fstream>
 #include <iterator>
 
 namespace accumulus::engine {
 
-Status SaveStateDict(const torch::nn::Module& module, const std::string& path) {
+std::string StateDictArchive(const torch::nn::Module& module) {
   c10::Dict<std::string, at::Tensor> dict;
   for (const auto& item : module.named_parameters()) dict.insert(item.key(), item.value().cpu());
   for (const auto& item : module.named_buffers()) dict.insert(item.key(), item.value().cpu());
   const std::vector<char> bytes = torch::pickle_save(c10::IValue(dict));
-
-  const std::string temporary = path + ".tmp";
-  const int fd = open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::Internal("cannot write " + temporary + ": " + std::strerror(errno));
-  size_t written = 0;
-  while (written < bytes.size()) {
-    const ssize_t n = write(fd, bytes.data() + written, bytes.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const std::string error = std::strerror(errno);
-      close(fd);
-      return Status::Internal("cannot write " + temporary + ": " + error);
-    }
-    written += static_cast<size_t>(n);
-  }
-  const bool synced = fsync(fd) == 0;
-  close(fd);
-  if (!synced || rename(temporary.c_str(), path.c_str()) != 0) {
-    return Status::Internal("cannot write " + path + ": " + std::strerror(errno));
-  }
-  return Status::Ok();
+  return std::string(bytes.begin(), bytes.end());
 }
 
 StatusOr<std::map<std::string, torch::Tensor>> LoadStateDict(const std::string& path) {

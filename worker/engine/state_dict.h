@@ -11,11 +11,11 @@
 
 namespace accumulus::engine {
 
-// Writes the module's parameters and buffers (on the CPU) to `path`
-// atomically: a temporary file, fsync, rename.
-Status SaveStateDict(const torch::nn::Module& module, const std::string& path);
+// The module's parameters and buffers (copied to the CPU) as an archive's
+// bytes.
+std::string StateDictArchive(const torch::nn::Module& module);
 
-// Reads an archive written by SaveStateDict (or by Python's torch.save of a
+// Reads an archive of StateDictArchive's (or by Python's torch.save of a
 // dict of tensors with the same pickle protocol).
 StatusOr<std::map<std::string, torch::Tensor>> LoadStateDict(const std::string& path);
 

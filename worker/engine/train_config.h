@@ -110,6 +110,10 @@ struct TrainConfig {
   int64_t base_batch = 0;
   int world_size = 1;
   int rank = 0;
+  // The job's attempt this rank belongs to: its fencing token. Checkpoints
+  // carry it, and a rank writes nothing once a newer attempt has started
+  // (checkpoint_lineage.h).
+  int64_t attempt = 0;
   double max_grad_norm = 0;  // 0: measure the norm, never clip
   int64_t max_steps = 0;     // 0: no limit
   int64_t epochs = 0;        // 0: no limit

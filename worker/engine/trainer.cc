@@ -5,22 +5,24 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
-#include <map>
+#include <cstdio>
 #include <memory>
+#include <optional>
 
 #include "common/batch_arithmetic.h"
 #include "common/window_schedule.h"
 #include "worker/engine/checkpoint.h"
 #include "worker/engine/dataset.h"
+#include "worker/engine/durable_file.h"
 #include "worker/engine/memory_meter.h"
 #include "worker/engine/micro_batch_probe.h"
 #include "worker/engine/model_factory.h"
 #include "worker/engine/process_group_sync.h"
+#include "worker/engine/resume.h"
+#include "worker/engine/run_setup.h"
 #include "worker/engine/sample_order.h"
-#include "worker/engine/state_dict.h"
-#include "worker/engine/thread_setup.h"
-#include "worker/engine/thread_split.h"
-#include "worker/engine/trial_scope.h"
+#include "worker/engine/step_report.h"
+#include "worker/engine/thread_split_choice.h"
 #include "worker/engine/window_accumulator.h"
 
 namespace accumulus::engine {
@@ -38,463 +40,368 @@ torch::Tensor IndexTensor(const std::vector<int64_t>& order, const WindowRange& 
       .clone();
 }
 
-StatusOr<torch::Device> ParseDevice(const std::string& name) {
-  try {
-    torch::Device device(name);
-    if (device.is_cuda() && !torch::cuda::is_available()) {
-      return Status::FailedPrecondition("device \"" + name + "\": LibTorch sees no CUDA device");
-    }
-    return device;
-  } catch (const c10::Error&) {
-    return Status::InvalidArgument("device \"" + name + "\" is not a device (\"cpu\", \"cuda:0\")");
-  }
-}
-
-WindowScheduleConfig ScheduleOf(const TrainConfig& c, int64_t samples, int64_t micro_batch,
-                                int64_t accumulation_steps) {
-  WindowScheduleConfig schedule;
-  schedule.samples_per_epoch = samples;
-  schedule.micro_batch = micro_batch;
-  schedule.devices = c.world_size;
-  schedule.accumulation_steps = accumulation_steps;
-  schedule.nominal_batch = c.nominal_batch;
-  schedule.warmup_steps = c.lr_schedule.warmup_steps;
-  schedule.policy = c.partial_window;
-  schedule.epochs = c.epochs;
-  schedule.max_steps = c.max_steps;
-  return schedule;
-}
-
-// Sets every parameter group's learning rate and weight decay (for the
-// optimizers BuildOptimizer makes).
-void SetHyperparameters(torch::optim::Optimizer& optimizer, double lr, double weight_decay) {
-  for (auto& group : optimizer.param_groups()) {
-    group.options().set_lr(lr);
-    if (auto* sgd = dynamic_cast<torch::optim::SGDOptions*>(&group.options())) {
-      sgd->weight_decay(weight_decay);
-    } else if (auto* adamw = dynamic_cast<torch::optim::AdamWOptions*>(&group.options())) {
-      adamw->weight_decay(weight_decay);
-    }
-  }
-}
-
-// The samples of a window, in stream order: the permutation of each epoch it
-// touches (computed once per epoch).
-class SampleStream {
+// One rank's run, in the order it happens: Prepare (the device, data, model,
+// process group, optimizer and window), Resume (the checkpoint this attempt
+// continues from), ResolveSplit (micro-batch and accumulation, the window
+// schedule, the learning rate), Announce (the thread split and the plan
+// reported), TrainWindows (each window, retried smaller on out of memory;
+// checkpoints), Finish (the output, published by rename if the attempt is
+// not superseded).
+class TrainingRun {
  public:
-  SampleStream(int64_t samples, uint64_t seed) : samples_(samples), seed_(seed) {}
+  TrainingRun(const TrainConfig& config, EventSink* sink, const TrainOptions& options)
+      : config_(config), sink_(sink), options_(options) {}
 
-  std::vector<int64_t> Collect(const Window& window) {
-    std::vector<int64_t> out;
-    out.reserve(static_cast<size_t>(window.size()));
-    for (const Segment& s : window.segments) {
-      const std::vector<int64_t>& order = Epoch(s.epoch);
-      out.insert(out.end(), order.begin() + s.begin, order.begin() + s.end);
-    }
-    return out;
+  // The memory budget is the process's allocator's: it ends with the run.
+  ~TrainingRun() {
+    if (memory_) memory_->set_limit_bytes(0);
+  }
+
+  Status Run() {
+    if (Status s = Prepare(); !s.ok()) return s;
+    if (Status s = Resume(); !s.ok()) return s;
+    if (Status s = ResolveSplit(); !s.ok()) return s;
+    Announce();
+    if (Status s = TrainWindows(); !s.ok()) return s;
+    return Finish();
   }
 
  private:
-  const std::vector<int64_t>& Epoch(int64_t epoch) {
-    auto it = epochs_.find(epoch);
-    if (it == epochs_.end()) {
-      // A window touches at most two epochs; older ones are done.
-      while (!epochs_.empty() && epochs_.begin()->first < epoch - 1) epochs_.erase(epochs_.begin());
-      it = epochs_.emplace(epoch, EpochPermutation(samples_, seed_, epoch)).first;
-    }
-    return it->second;
-  }
+  Status Prepare();
+  Status Resume();
+  Status ResolveSplit();
+  // micro_batch: auto: the largest divisor that fits the budget, measured.
+  Status ProbeMicroBatch();
+  void Announce();
+  Status TrainWindows();
+  // One window: forward + backward of its micro-batches, the optimizer step.
+  Status TrainWindow(const Window& w);
+  // The window's micro-batches on the current split, run again smaller
+  // while they run out of memory.
+  StatusOr<WindowResult> AccumulateWindow(const Window& w);
+  // Rank 0 writes the state after `step` (the other ranks hold the same).
+  Status Checkpoint(int64_t step);
+  Status Finish();
+  Status PublishOutput();
 
-  const int64_t samples_;
-  const uint64_t seed_;
-  std::map<int64_t, std::vector<int64_t>> epochs_;
+  const TrainConfig& config_;
+  EventSink* const sink_;
+  const TrainOptions& options_;
+
+  // Prepare.
+  torch::Device device_{torch::kCPU};
+  std::unique_ptr<MemoryMeter> memory_;
+  std::unique_ptr<Dataset> data_;
+  std::unique_ptr<Model> model_;
+  std::vector<torch::Tensor> parameters_;
+  std::unique_ptr<GradientSync> sync_;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  LossKind loss_ = LossKind::kCrossEntropy;
+  std::unique_ptr<WindowAccumulator> window_;
+  std::unique_ptr<LossScaler> scaler_;
+  // Resume.
+  RunIdentity identity_;
+  std::unique_ptr<CheckpointStore> checkpoints_;
+  TrainingState resumed_;
+  // Where this run left off on as many ranks, its split carries on (with any
+  // out-of-memory reduction); on another device count the plan's holds.
+  bool same_split_ = false;
+  // ResolveSplit.
+  int64_t micro_ = 0;
+  int64_t accumulation_ = 0;
+  std::vector<MicroBatchProbe> probe_table_;
+  WindowScheduleConfig schedule_config_;
+  std::optional<WindowSchedule> schedule_;
+  int64_t total_ = 0;
+  int64_t full_global_ = 0;  // the global batch once any accumulation ramp is over
+  double base_lr_ = 0;
+  // Announce.
+  RunReport run_;
+  // TrainWindows.
+  std::optional<SampleStream> stream_;
+  // Optimizer steps actually applied: the LR schedule
+  // advances with these, not with windows skipped on a loss-scale overflow.
+  int64_t applied_ = 0;
+  int64_t checkpointed_ = 0;
 };
 
-// The process group of a data-parallel job (null for one rank), with every
-// rank holding rank 0's parameters.
-StatusOr<std::unique_ptr<GradientSync>> ConnectRanks(const TrainConfig& config,
-                                                     const torch::Device& device,
-                                                     const std::vector<torch::Tensor>& parameters) {
-  if (config.world_size <= 1) return std::unique_ptr<GradientSync>();
-  ProcessGroupConfig group;
-  group.rank = config.rank;
-  group.world_size = config.world_size;
-  group.rendezvous_host = config.rendezvous_host;
-  group.rendezvous_port = config.rendezvous_port;
-  group.local_address = config.local_address;
-  group.device = device;
-  group.timeout = std::chrono::milliseconds(config.collective_timeout_ms);
-  group.bucket_bytes = config.bucket_bytes;
-  StatusOr<std::unique_ptr<GradientSync>> sync = ConnectProcessGroup(group);
-  if (!sync.ok()) return sync.status();
-  // Every rank starts from rank 0's parameters, whatever its RNG did.
-  (*sync)->Broadcast(parameters);
-  return sync;
-}
-
-// The state to resume from: the newest readable checkpoint of this run in
-// config.checkpoint_dir, restored into model and optimizer (step 0: a fresh
-// start). Every rank must find the same one.
-StatusOr<TrainingState> ResumeFrom(const TrainConfig& config, const RunIdentity& identity,
-                                   Model& model, torch::optim::Optimizer& optimizer,
-                                   GradientSync* sync, EventSink* sink,
-                                   std::unique_ptr<CheckpointStore>* store) {
-  TrainingState state;
-  if (!config.checkpoint_dir.empty()) {
-    *store = std::make_unique<CheckpointStore>(config.checkpoint_dir, config.checkpoint_keep);
-    std::vector<std::string> passed_over;
-    StatusOr<TrainingState> loaded = (*store)->LoadLatest(identity, model, optimizer, &passed_over);
-    for (const std::string& why : passed_over) {
-      sink->OnLog(LogLevel::kWarning, "checkpoint passed over: " + why);
-    }
-    if (loaded.ok()) {
-      state = *loaded;
-      sink->OnLog(LogLevel::kInfo, "resuming after step " + std::to_string(state.step) +
-                                       " from a checkpoint in " + config.checkpoint_dir);
-    } else if (loaded.status().code() != StatusCode::kNotFound) {
-      return loaded.status();
-    }
-  }
-  if (sync != nullptr) {
-    const int64_t lowest = sync->MinAcrossRanks(state.step);
-    const int64_t highest = -sync->MinAcrossRanks(-state.step);
-    if (lowest != highest) {
-      return Status::FailedPrecondition(
-          "the ranks found different checkpoints (after steps " + std::to_string(lowest) + " to " +
-          std::to_string(highest) + ") in checkpoint dir " + config.checkpoint_dir +
-          ": every rank must see the same directory (shared storage when ranks span machines)");
-    }
-  }
-  return state;
-}
-
-// The thread split of a rank that measures its own (see
-// TrainConfig::measure_thread_split_cores): the checkpoint's when resuming on
-// as many ranks with as many cores, else the fastest for this micro-batch.
-// In a data-parallel job every rank joins one agreement, whether it measures
-// or not (ranks on different workers may differ), and a measuring rank takes
-// rank 0's split when it has the same candidates, so ranks on one split
-// reduce alike.
-void ChooseThreadSplit(const TrainConfig& config, const TrainingState& resumed, bool same_split,
-                       int64_t micro, Model& model, WindowAccumulator& window, const Dataset& data,
-                       const torch::Device& device, GradientSync* sync, EventSink* sink,
-                       RunReport* run) {
-  const bool measures = config.measure_thread_split_cores > 0 && device.is_cpu();
-  const std::vector<ThreadSplit> candidates =
-      measures ? CandidateThreadSplits(config.measure_thread_split_cores, BlasSharesIntraOpPool())
-               : std::vector<ThreadSplit>();
-  auto is_candidate = [&](const ThreadSplit& s) {
-    return std::find(candidates.begin(), candidates.end(), s) != candidates.end();
-  };
-  ThreadSplit chosen;  // {0, 0}: this rank's counts were given
-  if (measures && same_split && is_candidate(resumed.threads)) {
-    chosen = resumed.threads;
-  } else if (candidates.size() == 1) {  // one core: nothing to choose
-    chosen = candidates[0];
-  } else if (measures) {
-    try {
-      run->thread_trials = MeasureThreadSplitsOn(
-          candidates, model, window,
-          ToDevice(data.Gather(torch::arange(std::min(micro, data.size()))), device));
-    } catch (const c10::OutOfMemoryError&) {
-      // The first window meets the same limit and retries with a smaller
-      // micro-batch.
-      run->thread_trials.clear();
-      sink->OnLog(LogLevel::kWarning, "thread split not measured: micro_batch " +
-                                          std::to_string(micro) +
-                                          " ran out of memory; its cores go to LibTorch's threads");
-    }
-    chosen = run->thread_trials.empty() ? candidates[0] : Fastest(run->thread_trials);
-  }
-  if (sync != nullptr) {
-    constexpr int64_t kShift = int64_t{1} << 20;  // (intra-op, BLAS) as one number
-    const int64_t mine = chosen.intra_op * kShift + chosen.blas;
-    const int64_t first = sync->MinAcrossRanks(config.rank == 0 ? mine : INT64_MAX);
-    const ThreadSplit agreed{static_cast<int>(first / kShift), static_cast<int>(first % kShift)};
-    if (is_candidate(agreed)) chosen = agreed;
-  }
-  if (!measures) return;
-  SetThreadCounts(chosen.intra_op, chosen.blas);
-  if (candidates.size() > 1) run->threads = chosen;
-}
-
-// One StepReport from a finished window.
-StepReport ReportOf(const Window& w, const WindowResult& result, double lr, double seconds,
-                    const MemoryMeter& memory, int64_t steps_total, int64_t skipped_steps) {
-  StepReport report;
-  report.step = w.step;
-  report.epoch = w.epoch;
-  report.microbatches = result.microbatches;
-  report.samples = result.samples;
-  report.effective_batch = w.global_batch;
-  report.loss_items = result.loss_items;
-  report.loss = result.loss;
-  report.lr = lr;
-  report.grad_norm = result.grad_norm;
-  report.clipped = result.clipped;
-  report.step_seconds = seconds;
-  report.samples_per_second = seconds > 0 ? static_cast<double>(result.samples) / seconds : 0;
-  report.tensor_bytes = memory.current_bytes();
-  report.tensor_peak_bytes = memory.peak_bytes();
-  report.process_rss_bytes = ProcessRssBytes();
-  report.allocator_reserved_bytes = memory.reserved_bytes();
-  report.allocator_retries = memory.allocation_retries();
-  report.steps_total = steps_total;
-  report.allreduce_calls = result.sync.allreduce_calls;
-  report.allreduce_bytes = result.sync.bytes;
-  report.comm_seconds = result.sync.seconds;
-  report.loss_scale = result.loss_scale;
-  report.skipped = result.skipped;
-  report.skipped_steps = skipped_steps;
-  return report;
-}
-
-Status TrainOrThrow(const TrainConfig& config, EventSink* sink, const TrainOptions& options) {
-  StatusOr<torch::Device> device = ParseDevice(config.device);
+Status TrainingRun::Prepare() {
+  StatusOr<torch::Device> device = ParseDevice(config_.device);
   if (!device.ok()) return device.status();
-  StatusOr<std::unique_ptr<MemoryMeter>> memory = MakeMemoryMeter(*device);
+  device_ = *device;
+  StatusOr<std::unique_ptr<MemoryMeter>> memory = MakeMemoryMeter(device_);
   if (!memory.ok()) return memory.status();
-  (*memory)->set_limit_bytes(config.memory_limit_bytes);
-  // The allocator is process-wide: the budget ends with this run.
-  struct LimitReset {
-    MemoryMeter* meter;
-    ~LimitReset() { meter->set_limit_bytes(0); }
-  } limit_reset{memory->get()};
+  memory_ = std::move(*memory);
+  memory_->set_limit_bytes(config_.memory_limit_bytes);
 
-  StatusOr<std::unique_ptr<Dataset>> dataset = MakeDataset(config.data);
+  StatusOr<std::unique_ptr<Dataset>> dataset = MakeDataset(config_.data);
   if (!dataset.ok()) return dataset.status();
-  const Dataset& data = **dataset;
-  torch::manual_seed(config.seed);
-  StatusOr<std::unique_ptr<Model>> built = BuildModel(config.model, data.shape());
-  if (!built.ok()) return built.status();
-  Model& model = **built;
-  model.To(*device);
-  std::vector<torch::Tensor> parameters = model.Parameters();
+  data_ = std::move(*dataset);
+  torch::manual_seed(config_.seed);
+  StatusOr<std::unique_ptr<Model>> model = BuildModel(config_.model, data_->shape());
+  if (!model.ok()) return model.status();
+  model_ = std::move(*model);
+  model_->To(device_);
+  parameters_ = model_->Parameters();
 
-  StatusOr<std::unique_ptr<GradientSync>> connected = ConnectRanks(config, *device, parameters);
-  if (!connected.ok()) return connected.status();
-  std::unique_ptr<GradientSync> sync = std::move(*connected);
+  StatusOr<std::unique_ptr<GradientSync>> sync = ConnectRanks(config_, device_, parameters_);
+  if (!sync.ok()) return sync.status();
+  sync_ = std::move(*sync);
   StatusOr<std::unique_ptr<torch::optim::Optimizer>> optimizer =
-      BuildOptimizer(config.optimizer, parameters);
+      BuildOptimizer(config_.optimizer, parameters_);
   if (!optimizer.ok()) return optimizer.status();
+  optimizer_ = std::move(*optimizer);
 
-  const LossKind loss = LossOf(config.model.loss, config.data.task);
-  WindowAccumulator window(
-      parameters, [&model](const torch::Tensor& x) { return model.Forward(x); }, loss,
-      config.normalization, config.accumulation_steps, config.max_grad_norm, sync.get());
-  if (Status s = CheckPrecision(config.precision, device->type()); !s.ok()) return s;
-  window.set_precision(config.precision, device->type());
-  std::unique_ptr<LossScaler> scaler;
-  if (config.loss_scaling || config.precision == Precision::kFp16) {
-    scaler = std::make_unique<LossScaler>(config.loss_scaler);
-    window.set_loss_scaler(scaler.get());
+  loss_ = LossOf(config_.model.loss, config_.data.task);
+  Model* model_ptr = model_.get();
+  window_ = std::make_unique<WindowAccumulator>(
+      parameters_, [model_ptr](const torch::Tensor& x) { return model_ptr->Forward(x); }, loss_,
+      config_.normalization, config_.accumulation_steps, config_.max_grad_norm, sync_.get());
+  if (Status s = CheckPrecision(config_.precision, device_.type()); !s.ok()) return s;
+  window_->set_precision(config_.precision, device_.type());
+  if (config_.loss_scaling || config_.precision == Precision::kFp16) {
+    scaler_ = std::make_unique<LossScaler>(config_.loss_scaler);
+    window_->set_loss_scaler(scaler_.get());
   }
+  return Status::Ok();
+}
 
-  const int64_t samples = data.size();
-  const RunIdentity identity{
-      config.seed,
-      config.global_batch > 0 ? config.global_batch
-                              : config.micro_batch * config.accumulation_steps * config.world_size,
-      samples, model.CountParameters()};
-  std::unique_ptr<CheckpointStore> checkpoints;
+Status TrainingRun::Resume() {
+  identity_ = {config_.seed,
+               config_.global_batch > 0
+                   ? config_.global_batch
+                   : config_.micro_batch * config_.accumulation_steps * config_.world_size,
+               data_->size(), model_->CountParameters()};
   StatusOr<TrainingState> resumed =
-      ResumeFrom(config, identity, model, **optimizer, sync.get(), sink, &checkpoints);
+      ResumeFrom(config_, identity_, *model_, *optimizer_, sync_.get(), sink_, &checkpoints_);
   if (!resumed.ok()) return resumed.status();
-  if (scaler && resumed->has_loss_scaler) scaler->Restore(resumed->loss_scaler);
-  // Where this run left off on as many ranks, its split carries on (with any
-  // out-of-memory reduction); on another device count the plan's split holds.
-  const bool same_split = resumed->step > 0 && resumed->world_size == config.world_size;
+  resumed_ = *resumed;
+  if (scaler_ && resumed_.has_loss_scaler) scaler_->Restore(resumed_.loss_scaler);
+  same_split_ = resumed_.step > 0 && resumed_.world_size == config_.world_size;
+  applied_ = resumed_.applied_steps;
+  checkpointed_ = resumed_.step;
+  return Status::Ok();
+}
 
-  // The split: given, or (micro_batch: auto) measured against the budget.
-  int64_t micro = same_split ? resumed->micro_batch : config.micro_batch;
-  int64_t accumulation =
-      same_split ? identity.global_batch / config.world_size / micro : config.accumulation_steps;
-  std::vector<MicroBatchProbe> probe_table;
-  if (config.auto_micro_batch && !same_split) {
-    ProbeRequest probe;
-    probe.model = &model;
-    probe.loss = loss;
-    probe.data = &data;
-    probe.device = *device;
-    probe.memory = memory->get();
-    probe.per_rank_batch = config.global_batch / config.world_size;
-    probe.optimizer_state_bytes = OptimizerStateBytes(config.optimizer, parameters);
-    probe.budget_bytes = config.memory_limit_bytes;
-    probe.margin = config.memory_margin;
-    const ProbeResult probed = ProbeMicroBatch(probe);
-    if (probed.micro_batch == 0) {
-      return Status::ResourceExhausted(
-          "micro_batch 1 does not fit the memory budget of " +
-          std::to_string(config.memory_limit_bytes) +
-          " bytes (one sample's forward + backward plus the optimizer state needs " +
-          std::to_string(probed.table.back().peak_bytes) + ")");
-    }
-    micro = probed.micro_batch;
-    // Every rank takes the smallest choice (all are divisors of one number).
-    if (sync) micro = sync->MinAcrossRanks(micro);
-    accumulation = probe.per_rank_batch / micro;
-    probe_table = probed.table;
+Status TrainingRun::ResolveSplit() {
+  micro_ = same_split_ ? resumed_.micro_batch : config_.micro_batch;
+  accumulation_ = same_split_ ? identity_.global_batch / config_.world_size / micro_
+                              : config_.accumulation_steps;
+  if (config_.auto_micro_batch && !same_split_) {
+    if (Status s = ProbeMicroBatch(); !s.ok()) return s;
   }
-  const WindowScheduleConfig schedule_config = ScheduleOf(config, samples, micro, accumulation);
-  WindowSchedule schedule(schedule_config);
-  const int64_t total = schedule.steps_total();
+  schedule_config_ = ScheduleOf(config_, data_->size(), micro_, accumulation_);
+  schedule_.emplace(schedule_config_);
+  total_ = schedule_->steps_total();
   // The learning rate the schedule starts from: scaled to the (full)
   // global batch under the linear rule.
-  const int64_t full_accumulation =
-      WindowSchedule::AccumulationAt(schedule_config, config.lr_schedule.warmup_steps);
-  const int64_t full_global = micro * full_accumulation * config.world_size;
-  const double base_lr = config.base_batch > 0
-                             ? LinearlyScaledLr(config.optimizer.lr, full_global, config.base_batch)
-                             : config.optimizer.lr;
+  full_global_ = micro_ * config_.world_size *
+                 WindowSchedule::AccumulationAt(schedule_config_, config_.lr_schedule.warmup_steps);
+  base_lr_ = config_.base_batch > 0
+                 ? LinearlyScaledLr(config_.optimizer.lr, full_global_, config_.base_batch)
+                 : config_.optimizer.lr;
+  return Status::Ok();
+}
 
-  RunReport run;
-  ChooseThreadSplit(config, *resumed, same_split, micro, model, window, data, *device, sync.get(),
-                    sink, &run);
-  run.micro_batch = micro;
-  run.accumulation_steps = accumulation;
-  run.resumed_from_step = resumed->step;
-  run.probe = probe_table;
-  run.device = config.device;
-  run.parameters = model.CountParameters();
-  run.samples_per_epoch = samples;
-  run.steps_per_epoch = schedule.steps_in_first_epoch();
-  run.steps_total = total;
-  run.lr_first = LearningRate(config.lr_schedule, base_lr, 0, total);
-  run.lr_last = LearningRate(config.lr_schedule, base_lr, std::max<int64_t>(0, total - 1), total);
-  if (config.nominal_batch > 0) {
-    for (int64_t t = 0; t < std::min(total, config.lr_schedule.warmup_steps + 1); ++t) {
-      run.accumulation_ramp.push_back(WindowSchedule::AccumulationAt(schedule_config, t));
+Status TrainingRun::ProbeMicroBatch() {
+  ProbeRequest probe;
+  probe.model = model_.get();
+  probe.loss = loss_;
+  probe.data = data_.get();
+  probe.device = device_;
+  probe.memory = memory_.get();
+  probe.per_rank_batch = config_.global_batch / config_.world_size;
+  probe.optimizer_state_bytes = OptimizerStateBytes(config_.optimizer, parameters_);
+  probe.budget_bytes = config_.memory_limit_bytes;
+  probe.margin = config_.memory_margin;
+  const ProbeResult probed = engine::ProbeMicroBatch(probe);
+  if (probed.micro_batch == 0) {
+    return Status::ResourceExhausted(
+        "micro_batch 1 does not fit the memory budget of " +
+        std::to_string(config_.memory_limit_bytes) +
+        " bytes (one sample's forward + backward plus the optimizer state needs " +
+        std::to_string(probed.table.back().peak_bytes) + ")");
+  }
+  // Every rank takes the smallest choice (all are divisors of one number).
+  micro_ = sync_ ? sync_->MinAcrossRanks(probed.micro_batch) : probed.micro_batch;
+  accumulation_ = probe.per_rank_batch / micro_;
+  probe_table_ = probed.table;
+  return Status::Ok();
+}
+
+void TrainingRun::Announce() {
+  ChooseThreadSplit(config_, resumed_, same_split_, micro_, *model_, *window_, *data_, device_,
+                    sync_.get(), sink_, &run_);
+  run_.micro_batch = micro_;
+  run_.accumulation_steps = accumulation_;
+  run_.resumed_from_step = resumed_.step;
+  run_.probe = probe_table_;
+  run_.device = config_.device;
+  run_.parameters = model_->CountParameters();
+  run_.samples_per_epoch = data_->size();
+  run_.steps_per_epoch = schedule_->steps_in_first_epoch();
+  run_.steps_total = total_;
+  run_.lr_first = LearningRate(config_.lr_schedule, base_lr_, 0, total_);
+  run_.lr_last =
+      LearningRate(config_.lr_schedule, base_lr_, std::max<int64_t>(0, total_ - 1), total_);
+  if (config_.nominal_batch > 0) {
+    for (int64_t t = 0; t < std::min(total_, config_.lr_schedule.warmup_steps + 1); ++t) {
+      run_.accumulation_ramp.push_back(WindowSchedule::AccumulationAt(schedule_config_, t));
     }
   }
-  sink->OnRun(run);
-  if (model.HasBatchNorm() && micro < kSmallBatchNormBatch) {
-    sink->OnLog(LogLevel::kWarning,
-                "the model has BatchNorm and micro_batch is " + std::to_string(micro) +
-                    ": its batch statistics come from one micro-batch, not from the window of " +
-                    std::to_string(full_global) +
-                    " samples, so accumulation does not reproduce the large batch exactly");
+  sink_->OnRun(run_);
+  if (model_->HasBatchNorm() && micro_ < kSmallBatchNormBatch) {
+    sink_->OnLog(LogLevel::kWarning,
+                 "the model has BatchNorm and micro_batch is " + std::to_string(micro_) +
+                     ": its batch statistics come from one micro-batch, not from the window of " +
+                     std::to_string(full_global_) +
+                     " samples, so accumulation does not reproduce the large batch exactly");
   }
+}
 
-  SampleStream stream(samples, config.seed);
-  // Optimizer steps actually applied: the LR schedule advances with these,
-  // not with windows skipped on a loss-scale overflow.
-  int64_t applied = resumed->applied_steps;
+Status TrainingRun::TrainWindows() {
+  stream_.emplace(data_->size(), config_.seed);
   Window w;
   // The windows before the checkpoint: the schedule depends only on the
   // global batch and the seed, so they are the ones that were trained.
-  for (int64_t s = 0; s < resumed->step && schedule.Next(&w); ++s) {
+  for (int64_t s = 0; s < resumed_.step && schedule_->Next(&w); ++s) {
   }
-  int64_t checkpointed = resumed->step;
-  // Rank 0 writes the state after `step` (the others hold the same).
-  auto checkpoint = [&](int64_t step) -> Status {
-    if (!checkpoints || config.rank != 0 || step <= checkpointed) return Status::Ok();
-    TrainingState state;
-    state.identity = identity;
-    state.step = step;
-    state.applied_steps = applied;
-    state.micro_batch = micro;
-    state.world_size = config.world_size;
-    state.threads = run.threads;
-    state.has_loss_scaler = scaler != nullptr;
-    if (scaler) state.loss_scaler = scaler->state();
-    const auto start = Clock::now();
-    StatusOr<std::string> path = checkpoints->Write(state, model, **optimizer);
-    if (!path.ok()) {
-      return Status(path.status().code(), "checkpoint after step " + std::to_string(step) + ": " +
-                                              path.status().message());
-    }
-    checkpointed = step;
-    sink->OnLog(LogLevel::kInfo,
-                "checkpoint after step " + std::to_string(step) + ": " + *path + " (" +
-                    std::to_string(static_cast<int64_t>(
-                        std::chrono::duration<double, std::milli>(Clock::now() - start).count())) +
-                    " ms)");
-    return Status::Ok();
-  };
-  while (schedule.Next(&w)) {
-    if (options.stop_requested && options.stop_requested->load()) {
-      if (Status s = checkpoint(w.step - 1); !s.ok()) return s;
+  while (schedule_->Next(&w)) {
+    if (options_.stop_requested && options_.stop_requested->load()) {
+      if (Status s = Checkpoint(w.step - 1); !s.ok()) return s;
       return Status::Cancelled("stopped at a window boundary after step " +
                                std::to_string(w.step - 1));
     }
-    const auto start = Clock::now();
-    (*memory)->ResetPeak();
-    const double lr = LearningRate(config.lr_schedule, base_lr, applied, total);
-    const double weight_decay =
-        config.nominal_batch > 0
-            ? NominalWeightDecay(config.optimizer.weight_decay, config.nominal_batch, micro,
-                                 config.world_size, w.accumulation)
-            : config.optimizer.weight_decay;
-    SetHyperparameters(**optimizer, lr, weight_decay);
-
-    const std::vector<int64_t> indices = stream.Collect(w);
-    const int64_t per_rank = w.global_batch / config.world_size;
-    WindowResult result;
-    while (true) {
-      // The same samples whatever the split: only how they are cut changes.
-      const int64_t k = per_rank / micro;
-      window.set_nominal_microbatches(k);
-      bool out_of_memory = false;
-      try {
-        for (const WindowRange& range : MicroBatchesOf({0, w.size()}, micro, k, config.rank)) {
-          window.AddMicroBatch(ToDevice(data.Gather(IndexTensor(indices, range)), *device));
-        }
-      } catch (const c10::OutOfMemoryError&) {
-        out_of_memory = true;
-      }
-      if (options.after_backward) options.after_backward(w.step, parameters);
-      result = window.FinishWindow(out_of_memory);
-      if (!result.out_of_memory) break;
-      model.ZeroGrad();
-      if (micro == 1) {
-        return Status::ResourceExhausted("out of memory at micro_batch 1 in step " +
-                                         std::to_string(w.step));
-      }
-      // A divisor of the current micro-batch divides every later window too.
-      const int64_t smaller = LargestDivisorAtMost(micro, micro / 2);
-      sink->OnLog(LogLevel::kWarning, "out of memory in step " + std::to_string(w.step) +
-                                          " at micro_batch " + std::to_string(micro) +
-                                          ": running the window again with micro_batch " +
-                                          std::to_string(smaller) + " × accumulation " +
-                                          std::to_string(per_rank / smaller));
-      micro = smaller;
-    }
-    if (!result.skipped) {
-      (*optimizer)->step();
-      ++applied;
-    }
-    // Freed, not zeroed: between windows no gradient memory is held.
-    model.ZeroGrad();
-
-    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    sink->OnStep(
-        ReportOf(w, result, lr, seconds, **memory, total, scaler ? scaler->skipped_windows() : 0));
-    if (config.checkpoint_every_steps > 0 && w.step % config.checkpoint_every_steps == 0 &&
-        w.step < total) {
-      if (Status s = checkpoint(w.step); !s.ok()) return s;
+    if (Status s = TrainWindow(w); !s.ok()) return s;
+    if (config_.checkpoint_every_steps > 0 && w.step % config_.checkpoint_every_steps == 0 &&
+        w.step < total_) {
+      if (Status s = Checkpoint(w.step); !s.ok()) return s;
     }
   }
-  if (config.rank == 0 && !config.output_path.empty()) {
-    if (Status saved = model.Save(config.output_path); !saved.ok()) {
-      return saved;
-    }
-    sink->OnLog(LogLevel::kInfo, "final parameters written to " + config.output_path);
+  return Status::Ok();
+}
+
+Status TrainingRun::TrainWindow(const Window& w) {
+  const auto start = Clock::now();
+  memory_->ResetPeak();
+  const double lr = LearningRate(config_.lr_schedule, base_lr_, applied_, total_);
+  const double weight_decay =
+      config_.nominal_batch > 0
+          ? NominalWeightDecay(config_.optimizer.weight_decay, config_.nominal_batch, micro_,
+                               config_.world_size, w.accumulation)
+          : config_.optimizer.weight_decay;
+  SetHyperparameters(*optimizer_, lr, weight_decay);
+  StatusOr<WindowResult> result = AccumulateWindow(w);
+  if (!result.ok()) return result.status();
+  if (!result->skipped) {
+    optimizer_->step();
+    ++applied_;
   }
-  if (options.final_parameters != nullptr) {
-    options.final_parameters->clear();
-    for (const auto& p : parameters) {
-      options.final_parameters->push_back(
+  // Freed, not zeroed: between windows no gradient memory is held.
+  model_->ZeroGrad();
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  sink_->OnStep(ReportOf(w, *result, lr, seconds, *memory_, total_,
+                         scaler_ ? scaler_->skipped_windows() : 0));
+  return Status::Ok();
+}
+
+StatusOr<WindowResult> TrainingRun::AccumulateWindow(const Window& w) {
+  const std::vector<int64_t> indices = stream_->Collect(w);
+  const int64_t per_rank = w.global_batch / config_.world_size;
+  while (true) {
+    // The same samples whatever the split: only how they are cut changes.
+    const int64_t k = per_rank / micro_;
+    window_->set_nominal_microbatches(k);
+    bool out_of_memory = false;
+    try {
+      for (const WindowRange& range : MicroBatchesOf({0, w.size()}, micro_, k, config_.rank)) {
+        window_->AddMicroBatch(ToDevice(data_->Gather(IndexTensor(indices, range)), device_));
+      }
+    } catch (const c10::OutOfMemoryError&) {
+      out_of_memory = true;
+    }
+    if (options_.after_backward) options_.after_backward(w.step, parameters_);
+    WindowResult result = window_->FinishWindow(out_of_memory);
+    if (!result.out_of_memory) return result;
+    model_->ZeroGrad();
+    if (micro_ == 1) {
+      return Status::ResourceExhausted("out of memory at micro_batch 1 in step " +
+                                       std::to_string(w.step));
+    }
+    // A divisor of the current micro-batch divides every later window too.
+    const int64_t smaller = LargestDivisorAtMost(micro_, micro_ / 2);
+    sink_->OnSplitChange({w.step, smaller, per_rank / smaller,
+                          "out of memory in step " + std::to_string(w.step) + " at micro_batch " +
+                              std::to_string(micro_)});
+    micro_ = smaller;
+  }
+}
+
+Status TrainingRun::Checkpoint(int64_t step) {
+  if (!checkpoints_ || config_.rank != 0 || step <= checkpointed_) return Status::Ok();
+  TrainingState state;
+  state.identity = identity_;
+  state.step = step;
+  state.applied_steps = applied_;
+  state.micro_batch = micro_;
+  state.world_size = config_.world_size;
+  state.threads = run_.threads;
+  state.has_loss_scaler = scaler_ != nullptr;
+  if (scaler_) state.loss_scaler = scaler_->state();
+  const auto start = Clock::now();
+  StatusOr<std::string> path = checkpoints_->Write(state, *model_, *optimizer_);
+  if (!path.ok()) {
+    return Status(path.status().code(),
+                  "checkpoint after step " + std::to_string(step) + ": " + path.status().message());
+  }
+  checkpointed_ = step;
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
+  sink_->OnLog(LogLevel::kInfo, "checkpoint after step " + std::to_string(step) + ": " + *path +
+                                    " (" + std::to_string(ms.count()) + " ms)");
+  return Status::Ok();
+}
+
+Status TrainingRun::Finish() {
+  if (config_.rank == 0 && !config_.output_path.empty()) {
+    if (Status s = PublishOutput(); !s.ok()) return s;
+    sink_->OnLog(LogLevel::kInfo, "final parameters written to " + config_.output_path);
+  }
+  if (options_.final_parameters != nullptr) {
+    options_.final_parameters->clear();
+    for (const auto& p : parameters_) {
+      options_.final_parameters->push_back(
           p.detach().to(torch::kCPU, /*non_blocking=*/false, /*copy=*/true));
     }
   }
   return Status::Ok();
 }
 
+// Written to a file of this attempt's own, then renamed over the output
+// only while no newer attempt has started: a superseded attempt (one still
+// running on a worker the controller gave up on) never replaces the output
+// its successor writes, and a reader never sees half a file.
+Status TrainingRun::PublishOutput() {
+  StatusOr<std::string> bytes = model_->Serialize();
+  if (!bytes.ok()) return bytes.status();
+  const std::string temp =
+      config_.output_path + ".attempt-" + std::to_string(config_.attempt) + ".tmp";
+  if (Status s = WriteFileSynced(temp, *bytes); !s.ok()) return s;
+  if (checkpoints_) {
+    if (Status s = checkpoints_->CheckNotSuperseded("its output " + config_.output_path +
+                                                    " is not replaced");
+        !s.ok()) {
+      std::remove(temp.c_str());
+      return s;
+    }
+  }
+  return RenameDurably(temp, config_.output_path);
+}
+
 }  // namespace
 
 Status Train(const TrainConfig& config, EventSink* sink, const TrainOptions& options) {
   try {
-    return TrainOrThrow(config, sink, options);
+    return TrainingRun(config, sink, options).Run();
   } catch (const c10::Error& e) {
     return Status::Internal(std::string("LibTorch: ") + e.what_without_backtrace());
   } catch (const std::exception& e) {

@@ -102,6 +102,17 @@ void ProtoEventSink::OnStep(const engine::StepReport& r) {
   Emit(std::move(event), /*hold=*/true);
 }
 
+void ProtoEventSink::OnSplitChange(const engine::SplitChange& change) {
+  v1::JobEvent event = TimedEvent();
+  v1::SplitChange* split = event.mutable_split();
+  split->set_rank(runtime_.rank());
+  split->set_step(change.step);
+  split->set_micro_batch(change.micro_batch);
+  split->set_accumulation_steps(change.accumulation_steps);
+  split->set_reason(change.reason);
+  Emit(std::move(event), /*hold=*/false);
+}
+
 void ProtoEventSink::OnLog(engine::LogLevel level, const std::string& text) {
   v1::JobEvent event = TimedEvent();
   v1::LogMessage* log = event.mutable_log();
@@ -126,6 +137,10 @@ void ProtoEventSink::Emit(v1::JobEvent event, bool hold) {
   bool first_held = false;
   {
     MutexLock lock(&mutex_);
+    // Numbered in the order written: the controller knows a resent event
+    // by its rank and number.
+    event.set_rank(runtime_.rank());
+    event.set_rank_sequence(++last_sequence_);
     v1::EventBatch* batch = held_.mutable_events();
     *batch->add_events() = std::move(event);
     // Held only when the last message went out less than max_delay ago:

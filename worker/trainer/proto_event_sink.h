@@ -34,6 +34,7 @@ class ProtoEventSink final : public engine::EventSink {
 
   void OnRun(const engine::RunReport& report) override;
   void OnStep(const engine::StepReport& report) override;
+  void OnSplitChange(const engine::SplitChange& change) override;
   void OnLog(engine::LogLevel level, const std::string& text) override;
 
   // The trainer's last message; held events go first.
@@ -60,6 +61,7 @@ class ProtoEventSink final : public engine::EventSink {
   // The last message's (or the sink's start): the interval counts from it.
   std::chrono::steady_clock::time_point last_write_ GUARDED_BY(mutex_);
   bool stopping_ GUARDED_BY(mutex_) = false;
+  int64_t last_sequence_ GUARDED_BY(mutex_) = 0;  // JobEvent.rank_sequence
 
   std::thread flusher_;  // only with a max_delay
 };

@@ -67,6 +67,7 @@ StatusOr<engine::TrainConfig> ToTrainConfig(const v1::TrainerTask& task) {
   if (spec.lr_scaling() == "linear") c.base_batch = spec.base_batch();
   c.world_size = batch->devices();
   c.rank = task.rank();
+  c.attempt = task.attempt();
   c.max_grad_norm = spec.max_grad_norm();
   c.max_steps = spec.max_steps();
   c.epochs = spec.epochs();
