@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <sstream>
+#include <vector>
 
 namespace accumulus::client {
 namespace {
@@ -23,8 +24,29 @@ std::string HumanRate(double per_second) {
   return Format("%.0f", per_second);
 }
 
-std::string Pad(const std::string& s, size_t width) {
-  return s.size() >= width ? s + " " : s + std::string(width - s.size(), ' ');
+// Characters on a terminal, not bytes: "×" is two bytes of UTF-8, one column.
+size_t DisplayWidth(const std::string& s) {
+  return static_cast<size_t>(std::count_if(
+      s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+}
+
+// Rows of cells as aligned text: each column as wide as its widest cell,
+// two spaces between columns, the last column unpadded.
+std::string AlignedTable(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> widths;
+  for (const auto& row : rows) {
+    if (widths.size() < row.size()) widths.resize(row.size(), 0);
+    for (size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], DisplayWidth(row[i]));
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    for (size_t i = 0; i < row.size(); ++i) {
+      out += row[i];
+      if (i + 1 < row.size()) out += std::string(widths[i] - DisplayWidth(row[i]) + 2, ' ');
+    }
+    out += "\n";
+  }
+  return out;
 }
 
 std::string BatchText(const v1::BatchPlan& b) {
@@ -116,16 +138,16 @@ std::string HumanBytes(int64_t bytes) {
 }
 
 std::string JobTable(const v1::ListJobsResponse& jobs) {
-  std::string out = Pad("ID", 10) + Pad("STATE", 11) + Pad("NAME", 22) +
-                    Pad("BATCH (g = m×k×d)", 20) + Pad("STEPS", 12) + Pad("LOSS", 10) + "WORKER\n";
+  std::vector<std::vector<std::string>> rows{
+      {"ID", "STATE", "NAME", "BATCH (g = m×k×d)", "STEPS", "LOSS", "WORKER"}};
   for (const auto& j : jobs.jobs()) {
-    out += Pad(j.id(), 10) + Pad(StateName(j.state()), 11) + Pad(j.spec().name(), 22) +
-           Pad(BatchText(j.batch()), 20) +
-           Pad(std::to_string(j.steps_done()) + "/" + std::to_string(j.steps_total()), 12) +
-           Pad(j.has_last_step() ? Format("%.4f", j.last_step().loss()) : "-", 10) +
-           (j.worker_id().empty() ? "-" : j.worker_id()) + "\n";
+    rows.push_back({j.id(), StateName(j.state()), j.spec().name().empty() ? "-" : j.spec().name(),
+                    BatchText(j.batch()),
+                    std::to_string(j.steps_done()) + "/" + std::to_string(j.steps_total()),
+                    j.has_last_step() ? Format("%.4f", j.last_step().loss()) : "-",
+                    j.worker_id().empty() ? "-" : j.worker_id()});
   }
-  return out;
+  return AlignedTable(rows);
 }
 
 std::string JobDetails(const v1::Job& j) {
@@ -169,18 +191,17 @@ std::string JobDetails(const v1::Job& j) {
 }
 
 std::string WorkerTable(const v1::ListWorkersResponse& workers) {
-  std::string out =
-      Pad("WORKER", 20) + Pad("DEVICE", 10) + Pad("CORES", 7) + Pad("MEMORY", 12) + "JOB\n";
+  std::vector<std::vector<std::string>> rows{{"WORKER", "DEVICE", "CORES", "MEMORY", "JOB"}};
   for (const auto& w : workers.workers()) {
     for (int i = 0; i < w.devices_size(); ++i) {
       const v1::Device& d = w.devices(i);
       const std::string job = i < w.device_jobs_size() ? w.device_jobs(i) : "";
-      out += Pad(i == 0 ? w.id() : "", 20) + Pad(d.kind() + ":" + std::to_string(d.index()), 10) +
-             Pad(std::to_string(d.cores()), 7) + Pad(HumanBytes(d.memory_bytes()), 12) +
-             (job.empty() ? "free" : job) + "\n";
+      rows.push_back({i == 0 ? w.id() : "", d.kind() + ":" + std::to_string(d.index()),
+                      std::to_string(d.cores()), HumanBytes(d.memory_bytes()),
+                      job.empty() ? "free" : job});
     }
   }
-  return out;
+  return AlignedTable(rows);
 }
 
 std::string EventLine(const v1::JobEvent& e) {
@@ -232,6 +253,12 @@ std::string EventLine(const v1::JobEvent& e) {
                 ? "\n      resumed after step " + std::to_string(r.resumed_from_step()) +
                       " from a checkpoint"
                 : "");
+  }
+  if (e.has_split()) {
+    return "split rank " + std::to_string(e.split().rank()) + " from step " +
+           std::to_string(e.split().step()) + ": micro_batch " +
+           std::to_string(e.split().micro_batch()) + " × accumulation " +
+           std::to_string(e.split().accumulation_steps()) + " (" + e.split().reason() + ")";
   }
   if (e.has_log()) {
     const char* level = e.log().level() == v1::LogMessage::LEVEL_ERROR     ? "error"

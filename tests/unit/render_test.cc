@@ -1,0 +1,165 @@
+// What the CLI prints: tables whose columns line up whatever the values,
+// event lines that say what an event is (a superseded attempt's marked as
+// such), a progress bar that stays in bounds, sizes in binary units.
+#include "client/render.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace accumulus::client {
+namespace {
+
+// Each line as the characters a terminal shows (UTF-8 decoded into one
+// string per character).
+std::vector<std::vector<std::string>> Lines(const std::string& text) {
+  std::vector<std::vector<std::string>> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    std::vector<std::string> shown;
+    for (char c : line) {
+      if ((static_cast<unsigned char>(c) & 0xC0) == 0x80 && !shown.empty()) {
+        shown.back() += c;
+      } else {
+        shown.emplace_back(1, c);
+      }
+    }
+    out.push_back(shown);
+  }
+  return out;
+}
+
+std::string Joined(const std::vector<std::string>& line) {
+  std::string out;
+  for (const std::string& c : line) out += c;
+  return out;
+}
+
+// The column where `word` starts in `line`.
+size_t ColumnOf(const std::vector<std::string>& line, const std::string& word) {
+  for (size_t i = 0; i + word.size() <= line.size(); ++i) {
+    bool match = true;
+    for (size_t j = 0; j < word.size() && match; ++j)
+      match = line[i + j] == std::string(1, word[j]);
+    if (match) return i;
+  }
+  return std::string::npos;
+}
+
+TEST(Render, JobTableColumnsLineUpWhateverTheValues) {
+  v1::ListJobsResponse jobs;
+  v1::Job* a = jobs.add_jobs();
+  a->set_id("job-1");
+  a->set_state(v1::JOB_STATE_RUNNING);
+  a->mutable_spec()->set_name("x");
+  a->set_steps_done(3);
+  a->set_steps_total(40);
+  a->set_worker_id("w1");
+  v1::Job* b = jobs.add_jobs();
+  b->set_id("job-12345");
+  b->set_state(v1::JOB_STATE_SUCCEEDED);
+  b->mutable_spec()->set_name("a-much-longer-job-name");
+  b->mutable_batch()->set_micro_batch(64);
+  b->mutable_batch()->set_accumulation_steps(8);
+  b->mutable_batch()->set_devices(2);
+  b->mutable_batch()->set_global_batch(1024);
+  b->mutable_last_step()->set_loss(0.25);
+  const auto lines = Lines(JobTable(jobs));
+  ASSERT_EQ(lines.size(), 3u);
+  for (const char* column : {"STATE", "NAME", "BATCH", "STEPS", "LOSS", "WORKER"}) {
+    const size_t at = ColumnOf(lines[0], column);
+    ASSERT_NE(at, std::string::npos) << column;
+    for (size_t row = 1; row < lines.size(); ++row) {
+      ASSERT_GT(lines[row].size(), at) << Joined(lines[row]);
+      EXPECT_NE(lines[row][at], " ") << column << " of row " << row << ": " << Joined(lines[row]);
+      EXPECT_EQ(lines[row][at - 1], " ")
+          << column << " of row " << row << ": " << Joined(lines[row]);
+    }
+  }
+  EXPECT_NE(Joined(lines[2]).find("1024 = 64×8×2"), std::string::npos) << Joined(lines[2]);
+  EXPECT_NE(Joined(lines[2]).find("0.2500"), std::string::npos) << Joined(lines[2]);
+  EXPECT_NE(Joined(lines[1]).find("3/40"), std::string::npos) << Joined(lines[1]);
+}
+
+TEST(Render, WorkerTableShowsEachSlotAndItsJobAligned) {
+  v1::ListWorkersResponse workers;
+  v1::WorkerInfo* w = workers.add_workers();
+  w->set_id("gpu-node-with-a-long-name");
+  for (int i = 0; i < 2; ++i) {
+    v1::Device* d = w->add_devices();
+    d->set_kind("cuda");
+    d->set_index(i);
+    d->set_cores(8);
+    d->set_memory_bytes(int64_t{141} << 30);
+  }
+  w->add_device_jobs("job-7");
+  w->add_device_jobs("");
+  const auto lines = Lines(WorkerTable(workers));
+  ASSERT_EQ(lines.size(), 3u);
+  const size_t device = ColumnOf(lines[0], "DEVICE");
+  const size_t job = ColumnOf(lines[0], "JOB");
+  EXPECT_EQ(ColumnOf(lines[1], "cuda:0"), device) << Joined(lines[1]);
+  EXPECT_EQ(ColumnOf(lines[2], "cuda:1"), device) << Joined(lines[2]);
+  EXPECT_EQ(ColumnOf(lines[1], "job-7"), job) << Joined(lines[1]);
+  EXPECT_EQ(ColumnOf(lines[2], "free"), job) << Joined(lines[2]);
+  EXPECT_NE(Joined(lines[1]).find("141.00 GiB"), std::string::npos) << Joined(lines[1]);
+}
+
+TEST(Render, ASupersededAttemptsEventIsMarkedAndOtherwiseTheSame) {
+  v1::JobEvent event;
+  event.mutable_step()->set_step(7);
+  event.mutable_step()->set_steps_total(40);
+  event.mutable_step()->set_loss(0.5);
+  const std::string fresh = EventLine(event);
+  EXPECT_EQ(fresh.rfind("step 7/40", 0), 0u) << fresh;
+  event.set_stale(true);
+  event.set_attempt(2);
+  EXPECT_EQ(EventLine(event), "stale (attempt 2, superseded) " + fresh);
+}
+
+TEST(Render, ASplitChangeSaysWhichRankRunsWhatFromWhen) {
+  v1::JobEvent event;
+  v1::SplitChange* split = event.mutable_split();
+  split->set_rank(1);
+  split->set_step(4);
+  split->set_micro_batch(16);
+  split->set_accumulation_steps(4);
+  split->set_reason("out of memory in step 4 at micro_batch 32");
+  EXPECT_EQ(EventLine(event),
+            "split rank 1 from step 4: micro_batch 16 × accumulation 4 (out of memory in step 4 "
+            "at micro_batch 32)");
+}
+
+TEST(Render, LogLinesStartWithTheirLevel) {
+  v1::JobEvent event;
+  event.mutable_log()->set_text("checkpoint after step 3");
+  EXPECT_EQ(EventLine(event), "info: checkpoint after step 3");
+  event.mutable_log()->set_level(v1::LogMessage::LEVEL_WARNING);
+  EXPECT_EQ(EventLine(event), "warning: checkpoint after step 3");
+  event.mutable_log()->set_level(v1::LogMessage::LEVEL_ERROR);
+  EXPECT_EQ(EventLine(event), "error: checkpoint after step 3");
+}
+
+TEST(Render, TheProgressBarStaysInItsWidth) {
+  for (const auto& [done, total] :
+       std::vector<std::pair<int64_t, int64_t>>{{0, 40}, {18, 40}, {40, 40}, {50, 40}, {3, 0}}) {
+    const std::string bar = ProgressBar(done, total, 20);
+    ASSERT_EQ(bar.find(']'), 21u) << bar;
+    const size_t filled = static_cast<size_t>(std::count(bar.begin(), bar.end(), '#'));
+    const int64_t expected = total > 0 ? std::min<int64_t>(20, done * 20 / total) : 0;
+    EXPECT_EQ(filled, static_cast<size_t>(expected)) << bar;
+  }
+  EXPECT_NE(ProgressBar(18, 40, 20).find(" 45%  18/40"), std::string::npos);
+}
+
+TEST(Render, SizesAreInBinaryUnits) {
+  EXPECT_EQ(HumanBytes(1023), "1023 B");
+  EXPECT_EQ(HumanBytes(1024), "1.0 KiB");
+  EXPECT_EQ(HumanBytes(3 * 1024 * 1024 / 2), "1.5 MiB");
+  EXPECT_EQ(HumanBytes(int64_t{5} << 30), "5.00 GiB");
+}
+
+}  // namespace
+}  // namespace accumulus::client
