@@ -1,0 +1,139 @@
+// The trainer supervisor with stand-in trainers (shell scripts that behave
+// as a trainer would towards signals): a cancel is a SIGTERM, a trainer that
+// does not stop within the grace period is killed, a crash fails the job
+// with the rank, the worker and the exit, and a fence kills at once. Each
+// script says it is ready (its signal handling set up) through a FIFO, so
+// no test waits on time.
+#include "worker/trainer_supervisor.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "common/mutex.h"
+#include "tests/support/temp_dir.h"
+
+namespace accumulus::worker {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+class TrainerSupervisorTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_EQ(mkfifo(ready_.c_str(), 0600), 0); }
+
+  // A stand-in trainer running `body` after it has said it is ready.
+  std::string Trainer(const std::string& setup, const std::string& body) {
+    const std::string path = temp_.path() + "/trainer.sh";
+    std::ofstream(path) << "#!/bin/sh\n"
+                        << setup << "\necho ready > " << ready_ << "\n"
+                        << body << "\n";
+    chmod(path.c_str(), 0755);
+    return path;
+  }
+
+  std::unique_ptr<TrainerSupervisor> Supervisor(const std::string& trainer, int grace_ms) {
+    SupervisorOptions options;
+    options.trainer_binary = trainer;
+    options.worker_id = "w1";
+    options.work_dir = temp_.path() + "/work";
+    options.cancel_grace_ms = grace_ms;
+    return std::make_unique<TrainerSupervisor>(options, [this](v1::WorkerMessage m) {
+      if (!m.has_status()) return;
+      {
+        MutexLock lock(&mutex_);
+        statuses_.push_back(m.status());
+      }
+      changed_.NotifyAll();
+    });
+  }
+
+  static v1::Assignment OneRank(const std::string& job_id) {
+    v1::Assignment a;
+    a.set_job_id(job_id);
+    a.set_attempt(3);
+    a.add_ranks(0);
+    a.set_world_size(1);
+    a.add_devices()->set_kind("cpu");
+    return a;
+  }
+
+  // Blocks until the trainer has opened the FIFO and written to it.
+  void WaitReady() {
+    std::ifstream fifo(ready_);
+    std::string word;
+    fifo >> word;
+    ASSERT_EQ(word, "ready");
+  }
+
+  // The job's terminal status (bounded wait).
+  v1::AssignmentStatus Terminal() {
+    const auto deadline = Clock::now() + std::chrono::seconds(30);
+    MutexLock lock(&mutex_);
+    while (statuses_.empty() || statuses_.back().state() == v1::JOB_STATE_RUNNING) {
+      if (!changed_.WaitUntil(&mutex_, deadline)) break;
+    }
+    return statuses_.empty() ? v1::AssignmentStatus() : statuses_.back();
+  }
+
+  const testing::TempDir temp_;
+  const std::string ready_ = temp_.path() + "/ready";
+  Mutex mutex_;
+  CondVar changed_;
+  std::vector<v1::AssignmentStatus> statuses_ GUARDED_BY(mutex_);
+};
+
+TEST_F(TrainerSupervisorTest, ATrainerThatIgnoresTheCancelIsKilledAfterTheGrace) {
+  auto supervisor = Supervisor(Trainer("trap '' TERM", "while :; do sleep 0.05; done"), 300);
+  supervisor->Assign(OneRank("job-1"), std::chrono::milliseconds(0));
+  WaitReady();
+  const auto cancelled = Clock::now();
+  supervisor->Cancel("job-1", "by request");
+  const v1::AssignmentStatus status = Terminal();
+  EXPECT_GE(Clock::now() - cancelled, std::chrono::milliseconds(300)) << "the grace was given";
+  EXPECT_EQ(status.state(), v1::JOB_STATE_CANCELLED) << status.reason();
+  EXPECT_NE(status.reason().find("killed by signal 9"), std::string::npos) << status.reason();
+  EXPECT_EQ(status.attempt(), 3);
+  EXPECT_TRUE(supervisor->RunningJobs().empty());
+}
+
+TEST_F(TrainerSupervisorTest, ATrainerThatStopsOnTheCancelIsNotKilled) {
+  auto supervisor =
+      Supervisor(Trainer("trap 'exit 0' TERM", "while :; do sleep 0.05; done"), 60000);
+  supervisor->Assign(OneRank("job-1"), std::chrono::milliseconds(0));
+  WaitReady();
+  supervisor->Cancel("job-1", "by request");
+  const v1::AssignmentStatus status = Terminal();
+  EXPECT_EQ(status.state(), v1::JOB_STATE_CANCELLED) << "within the wait, far inside the grace";
+  EXPECT_EQ(status.reason().find("signal 9"), std::string::npos) << status.reason();
+}
+
+TEST_F(TrainerSupervisorTest, ACrashFailsTheJobNamingTheRankTheWorkerAndTheExit) {
+  auto supervisor = Supervisor(Trainer("", "echo 'cannot read the data' >&2; exit 3"), 60000);
+  supervisor->Assign(OneRank("job-1"), std::chrono::milliseconds(0));
+  WaitReady();
+  const v1::AssignmentStatus status = Terminal();
+  EXPECT_EQ(status.state(), v1::JOB_STATE_FAILED);
+  EXPECT_EQ(status.reason().rfind("rank 0 on worker w1: trainer pid ", 0), 0u) << status.reason();
+  EXPECT_NE(status.reason().find("exit code 3"), std::string::npos) << status.reason();
+  EXPECT_NE(status.reason().find("cannot read the data"), std::string::npos)
+      << "the log's tail: " << status.reason();
+  EXPECT_FALSE(status.permanent()) << "a crash may pass on a retry";
+}
+
+TEST_F(TrainerSupervisorTest, AFenceKillsAtOnceWithoutTheGrace) {
+  auto supervisor = Supervisor(Trainer("trap '' TERM", "while :; do sleep 0.05; done"), 600000);
+  supervisor->Assign(OneRank("job-1"), std::chrono::milliseconds(0));
+  WaitReady();
+  supervisor->Fence("the worker's lease lapsed");
+  const v1::AssignmentStatus status = Terminal();
+  EXPECT_EQ(status.state(), v1::JOB_STATE_FAILED) << "(a 10-minute grace would time the wait out)";
+  EXPECT_EQ(status.reason(), "the worker's lease lapsed");
+}
+
+}  // namespace
+}  // namespace accumulus::worker
