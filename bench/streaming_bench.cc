@@ -142,7 +142,11 @@ Result ThroughController(int watchers, int64_t events, double rate = 0) {
   grpc::ClientContext submit_context;
   v1::Controller::NewStub(channel)->SubmitJob(&submit_context, submit, &job);
   stream->Read(&reply);  // the assignment
+  // Numbered as a worker's link numbers them: the controller acknowledges
+  // each once it is durable.
+  uint64_t sequence = 0;
   v1::WorkerMessage running;
+  running.set_sequence(++sequence);
   running.mutable_status()->set_job_id(job.id());
   running.mutable_status()->set_state(v1::JOB_STATE_RUNNING);
   stream->Write(running);
@@ -160,6 +164,7 @@ Result ThroughController(int watchers, int64_t events, double rate = 0) {
                       std::chrono::duration<double>(static_cast<double>(s - 1) / rate)));
     }
     v1::WorkerMessage m;
+    m.set_sequence(++sequence);
     m.mutable_events()->set_job_id(job.id());
     for (int64_t i = s; i < std::min(events + 1, s + per_message); ++i) {
       *m.mutable_events()->add_events() = StepEvent(i);

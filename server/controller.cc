@@ -87,6 +87,8 @@ void Controller::Shutdown(std::chrono::milliseconds deadline) {
   }
   housekeeper_wake_.NotifyAll();
   if (housekeeper_.joinable()) housekeeper_.join();
+  // Nothing records any more: what is queued becomes durable now.
+  jobs_->Flush();
 }
 
 Controller::~Controller() {

@@ -61,6 +61,8 @@ class Controller {
   std::unique_ptr<StateLock> state_lock_;
   metrics::Registry registry_;
   std::unique_ptr<ControllerMetrics> metrics_;
+  // Before the job manager: its writer commits to the store until it goes.
+  std::unique_ptr<JobStore> store_;
   std::unique_ptr<JobManager> jobs_;
   std::unique_ptr<ControllerService> controller_service_;
   std::unique_ptr<WorkerLinkService> worker_link_service_;
@@ -68,7 +70,6 @@ class Controller {
   std::unique_ptr<metrics::HttpExporter> exporter_;
   int grpc_port_ = 0;
   bool shut_down_ = false;
-  std::unique_ptr<JobStore> store_;
   // Every 100 ms until Shutdown: closes silent workers' links and calls
   // JobManager::Expire.
   void Housekeep() EXCLUDES(housekeeper_mutex_);

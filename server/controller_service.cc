@@ -16,6 +16,20 @@ grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* context, const Stat
   return reactor;
 }
 
+// Finishes a unary RPC that changed the state once the change is durable:
+// a client told a job is submitted (cancelled, resumed) finds it so after a
+// controller restart.
+template <typename T>
+grpc::ServerUnaryReactor* ReplyWhenDurable(grpc::CallbackServerContext* context,
+                                           const StatusOr<T>& result, T* response,
+                                           JobManager* jobs) {
+  if (!result.ok()) return Reply(context, result, response);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  *response = *result;
+  jobs->WhenDurable([reactor] { reactor->Finish(grpc::Status::OK); });
+  return reactor;
+}
+
 // A write reactor that fails at once (e.g. WatchJob of an unknown job).
 class FailedWatch final : public grpc::ServerWriteReactor<v1::JobEvent> {
  public:
@@ -28,7 +42,7 @@ class FailedWatch final : public grpc::ServerWriteReactor<v1::JobEvent> {
 grpc::ServerUnaryReactor* ControllerService::SubmitJob(grpc::CallbackServerContext* context,
                                                        const v1::SubmitJobRequest* request,
                                                        v1::Job* response) {
-  return Reply(context, jobs_->Submit(request->spec()), response);
+  return ReplyWhenDurable(context, jobs_->Submit(request->spec()), response, jobs_);
 }
 
 grpc::ServerUnaryReactor* ControllerService::GetJob(grpc::CallbackServerContext* context,
@@ -49,13 +63,14 @@ grpc::ServerUnaryReactor* ControllerService::ListJobs(grpc::CallbackServerContex
 grpc::ServerUnaryReactor* ControllerService::CancelJob(grpc::CallbackServerContext* context,
                                                        const v1::CancelJobRequest* request,
                                                        v1::Job* response) {
-  return Reply(context, jobs_->Cancel(request->job_id(), request->reason()), response);
+  return ReplyWhenDurable(context, jobs_->Cancel(request->job_id(), request->reason()), response,
+                          jobs_);
 }
 
 grpc::ServerUnaryReactor* ControllerService::ResumeJob(grpc::CallbackServerContext* context,
                                                        const v1::ResumeJobRequest* request,
                                                        v1::Job* response) {
-  return Reply(context, jobs_->Resume(request->job_id()), response);
+  return ReplyWhenDurable(context, jobs_->Resume(request->job_id()), response, jobs_);
 }
 
 grpc::ServerWriteReactor<v1::JobEvent>* ControllerService::WatchJob(

@@ -36,7 +36,6 @@ StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& input) {
     metrics_->jobs_rejected->Increment();
     return batch.status();
   }
-  Touched touched;
   v1::Job job;
   {
     MutexLock lock(&mutex_);
@@ -52,13 +51,11 @@ StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& input) {
     job_order_.push_back(id);
     queue_.push_back(id);
     SetStateLocked(&record, v1::JOB_STATE_QUEUED,
-                   "waiting for " + std::to_string(batch->devices()) + " free device slot(s)",
-                   &touched);
-    ScheduleLocked(&touched);
+                   "waiting for " + std::to_string(batch->devices()) + " free device slot(s)");
+    ScheduleLocked();
     job = record.job;
   }
   metrics_->jobs_submitted->Increment();
-  NotifyAll(touched);
   spdlog::info("job {} submitted: micro_batch {} × accumulation_steps {} × devices {} = {}",
                job.id(), job.batch().micro_batch(), job.batch().accumulation_steps(),
                job.batch().devices(), job.batch().global_batch());
@@ -80,7 +77,6 @@ std::vector<v1::Job> JobManager::List() const {
 }
 
 StatusOr<v1::Job> JobManager::Cancel(const std::string& job_id, const std::string& reason) {
-  Touched touched;
   v1::Job job;
   {
     MutexLock lock(&mutex_);
@@ -93,20 +89,18 @@ StatusOr<v1::Job> JobManager::Cancel(const std::string& job_id, const std::strin
     }
     if (state == v1::JOB_STATE_QUEUED) {
       queue_.erase(std::remove(queue_.begin(), queue_.end(), job_id), queue_.end());
-      SetStateLocked(record, v1::JOB_STATE_CANCELLED, why, &touched);
-      ScheduleLocked(&touched);  // a job behind it may fit now
+      SetStateLocked(record, v1::JOB_STATE_CANCELLED, why);
+      ScheduleLocked();  // a job behind it may fit now
     } else if (state != v1::JOB_STATE_CANCELLING) {
-      SetStateLocked(record, v1::JOB_STATE_CANCELLING, why, &touched);
+      SetStateLocked(record, v1::JOB_STATE_CANCELLING, why);
       SendCancelLocked(*record, why);
     }
     job = record->job;
   }
-  NotifyAll(touched);
   return job;
 }
 
 StatusOr<v1::Job> JobManager::Resume(const std::string& job_id) {
-  Touched touched;
   v1::Job job;
   {
     MutexLock lock(&mutex_);
@@ -133,13 +127,11 @@ StatusOr<v1::Job> JobManager::Resume(const std::string& job_id) {
     queue_.push_back(job_id);
     SetStateLocked(
         record, v1::JOB_STATE_QUEUED,
-        "resumed by request: attempt " + std::to_string(current.attempt()) + " resumes " + from,
-        &touched);
-    ScheduleLocked(&touched);
+        "resumed by request: attempt " + std::to_string(current.attempt()) + " resumes " + from);
+    ScheduleLocked();
     UpdateGaugesLocked();
     job = record->job;
   }
-  NotifyAll(touched);
   return job;
 }
 
@@ -189,6 +181,7 @@ Status JobManager::Recover(std::chrono::milliseconds worker_grace) {
         for (const v1::RankStepMetrics& r : e.step().ranks()) note(r.rank(), r.rank_sequence());
       }
     }
+    record.last_sequence = s.events.empty() ? 0 : s.events.back().sequence();
     record.log = std::make_shared<EventLog>(id);
     record.log->Restore(std::move(s.events), IsTerminal(state));
     job_order_.push_back(id);
@@ -217,10 +210,9 @@ Status JobManager::Recover(std::chrono::milliseconds worker_grace) {
 }
 
 void JobManager::Expire() {
-  Touched touched;
   {
     MutexLock lock(&mutex_);
-    ReleaseExpiredFencesLocked(&touched);
+    ReleaseExpiredFencesLocked();
     PruneFinishedLocked();
     const auto now = std::chrono::steady_clock::now();
     bool lost_any = false;
@@ -233,21 +225,20 @@ void JobManager::Expire() {
       it = awaited_workers_.erase(it);
       for (auto& [job_id, record] : jobs_) {
         if (IsTerminal(record.job.state()) || record.slots.count(worker_id) == 0) continue;
-        LoseRanksLocked(&record, worker_id,
-                        "worker " + worker_id + " did not reconnect after the controller restarted",
-                        &touched);
+        LoseRanksLocked(
+            &record, worker_id,
+            "worker " + worker_id + " did not reconnect after the controller restarted");
         lost_any = true;
       }
     }
     if (lost_any) {
-      ScheduleLocked(&touched);
+      ScheduleLocked();
       UpdateGaugesLocked();
     }
   }
-  NotifyAll(touched);
 }
 
-void JobManager::ReleaseExpiredFencesLocked(Touched* touched) {
+void JobManager::ReleaseExpiredFencesLocked() {
   const auto now = std::chrono::steady_clock::now();
   bool released = false;
   for (auto& [job_id, record] : jobs_) {
@@ -259,12 +250,12 @@ void JobManager::ReleaseExpiredFencesLocked(Touched* touched) {
       spdlog::info("job {}: the ranks on lost worker {} are past their lease; their slots are free",
                    job_id, worker_id);
       WorkerLeftJobLocked(&record, worker_id);
-      RequeueIfStoppedLocked(&record, touched);
+      RequeueIfStoppedLocked(&record);
       released = true;
     }
   }
   if (released) {
-    ScheduleLocked(touched);
+    ScheduleLocked();
     UpdateGaugesLocked();
   }
 }
@@ -290,16 +281,12 @@ void JobManager::PruneFinishedLocked() {
     job_order_.erase(std::remove(job_order_.begin(), job_order_.end(), id), job_order_.end());
     pruned.push_back(id);
   }
-  if (store_ != nullptr) {
-    if (Status s = store_->Delete(pruned); !s.ok()) {
-      metrics_->store_errors->Increment();
-      spdlog::error("{}", s.message());
-    }
-  }
+  if (pruned.empty()) return;
+  unflushed_deletions_.insert(unflushed_deletions_.end(), pruned.begin(), pruned.end());
+  FlushLocked();
 }
 
 uint64_t JobManager::WorkerConnected(const v1::Register& registration, WorkerSender sender) {
-  Touched touched;
   uint64_t session = 0;
   {
     MutexLock lock(&mutex_);
@@ -328,13 +315,11 @@ uint64_t JobManager::WorkerConnected(const v1::Register& registration, WorkerSen
                                       "unreachable (its buffer was full): steps may be missing "
                                       "from this stream");
       AppendLocked(record, std::move(warning), /*closes=*/false);
-      touched.push_back(record->log);
     }
     // Ranks of a previous session that the worker no longer runs are lost.
     for (const std::string& job_id : std::set<std::string>(worker.jobs)) {
       if (still_running.count(job_id) > 0) continue;
-      LoseRanksLocked(FindLocked(job_id), id, "worker " + id + " reconnected without the job",
-                      &touched);
+      LoseRanksLocked(FindLocked(job_id), id, "worker " + id + " reconnected without the job");
     }
     worker.registration = registration;
     worker.session = session = next_session_++;
@@ -358,7 +343,7 @@ uint64_t JobManager::WorkerConnected(const v1::Register& registration, WorkerSen
       if (fence == record.fences.end()) continue;
       if (still_running.count(job_id) == 0) {
         WorkerLeftJobLocked(&record, id);
-        RequeueIfStoppedLocked(&record, &touched);
+        RequeueIfStoppedLocked(&record);
         continue;
       }
       fence->second = std::chrono::steady_clock::time_point::max();
@@ -379,10 +364,9 @@ uint64_t JobManager::WorkerConnected(const v1::Register& registration, WorkerSen
           worker.slot_jobs[static_cast<size_t>(slot)] = job_id;
       }
     }
-    ScheduleLocked(&touched);
+    ScheduleLocked();
     UpdateGaugesLocked();
   }
-  NotifyAll(touched);
   spdlog::info("worker {} connected with {} device slot(s)", registration.worker_id(),
                registration.devices_size());
   return session;
@@ -391,7 +375,6 @@ uint64_t JobManager::WorkerConnected(const v1::Register& registration, WorkerSen
 void JobManager::WorkerGone(const std::string& worker_id, uint64_t session,
                             const std::string& reason,
                             std::chrono::steady_clock::time_point fence_until) {
-  Touched touched;
   {
     MutexLock lock(&mutex_);
     auto it = workers_.find(worker_id);
@@ -405,28 +388,25 @@ void JobManager::WorkerGone(const std::string& worker_id, uint64_t session,
       // until their leases have lapsed.
       const std::string why = "worker " + worker_id + " lost: " + reason;
       if (fence_until <= std::chrono::steady_clock::now()) {
-        LoseRanksLocked(record, worker_id, why, &touched);
+        LoseRanksLocked(record, worker_id, why);
         continue;
       }
       record->fences[worker_id] = fence_until;
-      EndJobEarlyLocked(record, v1::JOB_STATE_FAILED, why, /*permanent=*/false, &touched);
+      EndJobEarlyLocked(record, v1::JOB_STATE_FAILED, why, /*permanent=*/false);
     }
     workers_.erase(it);
-    ScheduleLocked(&touched);
+    ScheduleLocked();
     UpdateGaugesLocked();
   }
-  NotifyAll(touched);
   spdlog::warn("worker {} disconnected: {}", worker_id, reason);
 }
 
 void JobManager::RecordEvents(const std::string& worker_id, const v1::TrainerEvents& events,
                               uint64_t link_sequence) {
-  Touched touched;
   {
     MutexLock lock(&mutex_);
-    RecordEventsLocked(worker_id, events, link_sequence, &touched);
+    RecordEventsLocked(worker_id, events, link_sequence);
   }
-  NotifyAll(touched);
 }
 
 uint64_t JobManager::AcknowledgeableUpTo(const std::string& worker_id, uint64_t processed) const {
@@ -437,15 +417,12 @@ uint64_t JobManager::AcknowledgeableUpTo(const std::string& worker_id, uint64_t 
 }
 
 void JobManager::RecordEventsLocked(const std::string& worker_id, const v1::TrainerEvents& events,
-                                    uint64_t link_sequence, Touched* touched) {
+                                    uint64_t link_sequence) {
   JobRecord* record = FindLocked(events.job_id());
   if (record == nullptr) return;  // pruned
   if (IsStaleLocked(*record, worker_id, events.attempt())) {
     // Untagged late events (nothing to file them under) are dropped.
-    if (events.attempt() > 0) {
-      RecordStaleLocked(record, events);
-      touched->push_back(record->log);
-    }
+    if (events.attempt() > 0) RecordStaleLocked(record, events);
     return;
   }
   // The worker's batch is recorded in one transaction.
@@ -500,21 +477,17 @@ void JobManager::RecordEventsLocked(const std::string& worker_id, const v1::Trai
   }
   batching_ = false;
   FlushLocked();
-  touched->push_back(record->log);
 }
 
 void JobManager::RecordStatus(const std::string& worker_id, const v1::AssignmentStatus& status) {
-  Touched touched;
   {
     MutexLock lock(&mutex_);
-    RecordStatusLocked(worker_id, status, &touched);
+    RecordStatusLocked(worker_id, status);
   }
-  NotifyAll(touched);
 }
 
 void JobManager::RecordStatusLocked(const std::string& worker_id,
-                                    const v1::AssignmentStatus& status, Touched* out) {
-  Touched& touched = *out;
+                                    const v1::AssignmentStatus& status) {
   // A stale rank of the job (one it had stopped) ended: the job may be
   // placed on this worker again, once this status has been read as the
   // old attempt's (below, it changes nothing).
@@ -523,9 +496,9 @@ void JobManager::RecordStatusLocked(const std::string& worker_id,
                        worker->second.draining.erase(status.job_id()) > 0;
   JobRecord* record = FindLocked(status.job_id());
   if (record != nullptr && status.attempt() > 0 && status.attempt() != record->job.attempt()) {
-    RecordStaleStatusLocked(record, worker_id, status, &touched);
+    RecordStaleStatusLocked(record, worker_id, status);
     if (drained) {
-      ScheduleLocked(&touched);
+      ScheduleLocked();
       UpdateGaugesLocked();
     }
     return;
@@ -536,34 +509,34 @@ void JobManager::RecordStatusLocked(const std::string& worker_id,
   if (placed_here && status.state() == v1::JOB_STATE_RUNNING) {
     if (current == v1::JOB_STATE_STARTING) {
       *record->job.mutable_started_at() = Now();
-      SetStateLocked(record, v1::JOB_STATE_RUNNING, "", &touched);
+      SetStateLocked(record, v1::JOB_STATE_RUNNING, "");
     }
   } else if (placed_here && IsTerminal(status.state())) {
     WorkerLeftJobLocked(record, worker_id);
     if (current == v1::JOB_STATE_RESTARTING) {
       // A rank of the failed attempt stopped, whatever it says.
-      RequeueIfStoppedLocked(record, &touched);
+      RequeueIfStoppedLocked(record);
     } else if (status.state() != v1::JOB_STATE_SUCCEEDED) {
       // A cancel request keeps its own reason when the ranks stopped for it.
       const bool cancelled =
           current == v1::JOB_STATE_CANCELLING && status.state() == v1::JOB_STATE_CANCELLED;
       EndJobEarlyLocked(record, status.state(), cancelled ? record->job.reason() : status.reason(),
-                        status.permanent(), &touched);
-      RequeueIfStoppedLocked(record, &touched);
+                        status.permanent());
+      RequeueIfStoppedLocked(record);
     } else if (record->slots.empty() && !IsTerminal(record->job.state())) {
       // Every rank finished (even if a cancel arrived too late to matter).
-      SetStateLocked(record, v1::JOB_STATE_SUCCEEDED, "", &touched);
+      SetStateLocked(record, v1::JOB_STATE_SUCCEEDED, "");
     }
-    ScheduleLocked(&touched);
+    ScheduleLocked();
     UpdateGaugesLocked();
   } else if (drained) {
-    ScheduleLocked(&touched);
+    ScheduleLocked();
     UpdateGaugesLocked();
   }
 }
 
 void JobManager::RecordStaleStatusLocked(JobRecord* record, const std::string& worker_id,
-                                         const v1::AssignmentStatus& status, Touched* touched) {
+                                         const v1::AssignmentStatus& status) {
   if (!IsTerminal(status.state())) return;
   v1::JobEvent ended;
   ended.set_attempt(status.attempt());
@@ -573,12 +546,11 @@ void JobManager::RecordStaleStatusLocked(JobRecord* record, const std::string& w
                                 worker_id + " ended " + StateLabel(status.state()) +
                                 (status.reason().empty() ? "" : ": " + status.reason()));
   AppendLocked(record, std::move(ended), /*closes=*/false);
-  touched->push_back(record->log);
   // Its ranks there held the job's slots (a fence): they are free now.
   if (record->slots.count(worker_id) > 0) {
     WorkerLeftJobLocked(record, worker_id);
-    RequeueIfStoppedLocked(record, touched);
-    ScheduleLocked(touched);
+    RequeueIfStoppedLocked(record);
+    ScheduleLocked();
     UpdateGaugesLocked();
   }
 }
@@ -612,8 +584,7 @@ JobManager::JobRecord* JobManager::FindLocked(const std::string& job_id) {
   return it == jobs_.end() ? nullptr : &it->second;
 }
 
-void JobManager::SetStateLocked(JobRecord* record, v1::JobState state, const std::string& reason,
-                                Touched* touched) {
+void JobManager::SetStateLocked(JobRecord* record, v1::JobState state, const std::string& reason) {
   v1::Job& job = record->job;
   if (job.state() != v1::JOB_STATE_UNSPECIFIED) {
     metrics_->jobs->WithLabels({StateLabel(job.state())})->Decrement();
@@ -644,7 +615,6 @@ void JobManager::SetStateLocked(JobRecord* record, v1::JobState state, const std
     spdlog::info("job {} {}{}{}", job.id(), StateLabel(state), reason.empty() ? "" : ": ", reason);
   }
   AppendLocked(record, StateEvent(state, reason, job.worker_id()), terminal);
-  touched->push_back(record->log);
 }
 
 void JobManager::WorkerLeftJobLocked(JobRecord* record, const std::string& worker_id) {
@@ -666,14 +636,14 @@ void JobManager::WorkerLeftJobLocked(JobRecord* record, const std::string& worke
 }
 
 void JobManager::LoseRanksLocked(JobRecord* record, const std::string& worker_id,
-                                 const std::string& reason, Touched* touched) {
+                                 const std::string& reason) {
   WorkerLeftJobLocked(record, worker_id);
-  EndJobEarlyLocked(record, v1::JOB_STATE_FAILED, reason, /*permanent=*/false, touched);
-  RequeueIfStoppedLocked(record, touched);
+  EndJobEarlyLocked(record, v1::JOB_STATE_FAILED, reason, /*permanent=*/false);
+  RequeueIfStoppedLocked(record);
 }
 
 void JobManager::EndJobEarlyLocked(JobRecord* record, v1::JobState state, const std::string& reason,
-                                   bool permanent, Touched* touched) {
+                                   bool permanent) {
   v1::Job& job = record->job;
   if (IsTerminal(job.state()) || job.state() == v1::JOB_STATE_RESTARTING) return;
   const bool cancelling = job.state() == v1::JOB_STATE_CANCELLING;
@@ -692,15 +662,14 @@ void JobManager::EndJobEarlyLocked(JobRecord* record, v1::JobState state, const 
     SetStateLocked(record, v1::JOB_STATE_RESTARTING,
                    "attempt " + std::to_string(job.attempt()) + " failed (" + reason +
                        "); restart " + std::to_string(restarts_used + 1) + " of " +
-                       std::to_string(job.spec().max_restarts()),
-                   touched);
+                       std::to_string(job.spec().max_restarts()));
     return;
   }
   SetStateLocked(record, cancelling ? v1::JOB_STATE_CANCELLED : state,
-                 cancelling ? job.reason() : reason, touched);
+                 cancelling ? job.reason() : reason);
 }
 
-void JobManager::RequeueIfStoppedLocked(JobRecord* record, Touched* touched) {
+void JobManager::RequeueIfStoppedLocked(JobRecord* record) {
   v1::Job& job = record->job;
   if (job.state() != v1::JOB_STATE_RESTARTING || !record->slots.empty()) return;
   job.set_attempt(job.attempt() + 1);
@@ -712,8 +681,7 @@ void JobManager::RequeueIfStoppedLocked(JobRecord* record, Touched* touched) {
                                : "from its newest checkpoint";
   SetStateLocked(
       record, v1::JOB_STATE_QUEUED,
-      "attempt " + std::to_string(job.attempt()) + " waits for devices; it resumes " + from,
-      touched);
+      "attempt " + std::to_string(job.attempt()) + " waits for devices; it resumes " + from);
   // Ahead of jobs submitted after it: it was running.
   queue_.insert(queue_.begin(), job.id());
 }
@@ -729,7 +697,7 @@ void JobManager::SendCancelLocked(const JobRecord& record, const std::string& re
   }
 }
 
-bool JobManager::PlaceLocked(JobRecord* record, Touched* touched) {
+bool JobManager::PlaceLocked(JobRecord* record) {
   std::vector<WorkerSlots> free;
   int32_t free_count = 0;
   for (const auto& [id, w] : workers_) {
@@ -817,7 +785,7 @@ bool JobManager::PlaceLocked(JobRecord* record, Touched* touched) {
     assign->add_ranks(rank);
     *assign->add_devices() = device;
   }
-  SetStateLocked(record, v1::JOB_STATE_STARTING, "", touched);
+  SetStateLocked(record, v1::JOB_STATE_STARTING, "");
   for (auto& [worker_id, message] : messages) {
     v1::Assignment* assign = message.mutable_assign();
     *assign->mutable_spec() = record->job.spec();
@@ -831,7 +799,7 @@ bool JobManager::PlaceLocked(JobRecord* record, Touched* touched) {
   return true;
 }
 
-void JobManager::ScheduleLocked(Touched* touched) {
+void JobManager::ScheduleLocked() {
   int32_t pool = 0;
   std::string sizes;
   for (const auto& [id, w] : workers_) {
@@ -850,12 +818,12 @@ void JobManager::ScheduleLocked(Touched* touched) {
                                  " device slots; the pool has " + std::to_string(pool) +
                                  (sizes.empty() ? " (no worker connected)" : " (" + sizes + ")");
       if (record->job.reason() != reason) {
-        SetStateLocked(record, v1::JOB_STATE_QUEUED, reason, touched);
+        SetStateLocked(record, v1::JOB_STATE_QUEUED, reason);
       }
       ++it;
       continue;
     }
-    if (!PlaceLocked(record, touched)) return;
+    if (!PlaceLocked(record)) return;
     it = queue_.erase(it);
     UpdateGaugesLocked();
   }
@@ -961,12 +929,10 @@ void JobManager::RecordRankMemoryLocked(const std::string& job_id,
 }
 
 void JobManager::AppendLocked(JobRecord* record, v1::JobEvent event, bool closes) {
-  // Numbered now, in order; recorded durably, then shown to watchers, at the
-  // flush: a watcher never sees an event a restart would lose.
-  int64_t queued = 0;
-  for (const PendingEvent& p : unflushed_) queued += p.record == record ? 1 : 0;
+  // Numbered now, in order; recorded durably, then shown to watchers, by the
+  // writer: a watcher never sees an event a restart would lose.
   event.set_job_id(record->job.id());
-  event.set_sequence(record->log->last_sequence() + 1 + queued);
+  event.set_sequence(++record->last_sequence);
   if (!event.has_time()) *event.mutable_time() = Now();
   // A record added to an ended job (a superseded attempt's late events)
   // keeps its stream closed: watchers of the ended job must end.
@@ -976,46 +942,60 @@ void JobManager::AppendLocked(JobRecord* record, v1::JobEvent event, bool closes
 }
 
 void JobManager::FlushLocked() {
-  if (unflushed_.empty()) return;
-  if (store_ != nullptr) {
-    // One transaction per job: its snapshot and its new events.
-    for (size_t i = 0; i < unflushed_.size();) {
-      JobRecord* record = unflushed_[i].record;
-      std::vector<const v1::JobEvent*> events;
-      size_t j = i;
-      for (; j < unflushed_.size() && unflushed_[j].record == record; ++j) {
-        events.push_back(&unflushed_[j].event);
-      }
-      // The controller keeps running on what it holds in memory; the error
-      // says what a restart would lose.
-      if (Status s = store_->Record(record->job, events); !s.ok()) {
-        metrics_->store_errors->Increment();
-        spdlog::error("{} (events {} to {} of job {} are not durable)", s.message(),
-                      events.front()->sequence(), events.back()->sequence(), record->job.id());
-      }
-      i = j;
+  if (unflushed_.empty() && unflushed_deletions_.empty() && after_durable_.empty()) return;
+  // One change per run of one job's events: its snapshot as of now, and
+  // where the events go once durable.
+  struct Shown {
+    std::shared_ptr<EventLog> log;
+    std::vector<bool> closes;
+  };
+  std::vector<StoreWriter::Change> changes;
+  std::vector<Shown> shown;
+  for (size_t i = 0; i < unflushed_.size();) {
+    JobRecord* record = unflushed_[i].record;
+    StoreWriter::Change change{record->job, {}};
+    Shown where{record->log, {}};
+    for (; i < unflushed_.size() && unflushed_[i].record == record; ++i) {
+      change.events.push_back(std::move(unflushed_[i].event));
+      where.closes.push_back(unflushed_[i].closes);
     }
-  }
-  for (PendingEvent& p : unflushed_) {
-    p.record->log->Append(std::move(p.event), p.closes);
-    metrics_->events_total->Increment();
+    changes.push_back(std::move(change));
+    shown.push_back(std::move(where));
   }
   unflushed_.clear();
+  metrics::Counter* const events_total = metrics_->events_total;
+  writer_.Submit(std::move(changes), std::move(unflushed_deletions_),
+                 [shown = std::move(shown), done = std::move(after_durable_),
+                  events_total](std::vector<StoreWriter::Change>* durable) {
+                   std::set<EventLog*> grown;
+                   for (size_t i = 0; i < durable->size(); ++i) {
+                     std::vector<v1::JobEvent>& events = (*durable)[i].events;
+                     for (size_t j = 0; j < events.size(); ++j) {
+                       shown[i].log->Append(std::move(events[j]), shown[i].closes[j]);
+                       events_total->Increment();
+                     }
+                     grown.insert(shown[i].log.get());
+                   }
+                   for (EventLog* log : grown) log->Notify();
+                   for (const auto& d : done) d();
+                 });
+  unflushed_deletions_.clear();
+  after_durable_.clear();
 }
+
+void JobManager::WhenDurable(std::function<void()> done) {
+  MutexLock lock(&mutex_);
+  after_durable_.push_back(std::move(done));
+  if (!batching_) FlushLocked();
+}
+
+void JobManager::Flush() { writer_.Flush(); }
 
 void JobManager::UpdateGaugesLocked() {
   int32_t free_slots = 0;
   for (const auto& [id, w] : workers_) free_slots += w.free_slots();
   metrics_->workers_connected->Set(static_cast<double>(workers_.size()));
   metrics_->device_slots_free->Set(free_slots);
-}
-
-void JobManager::NotifyAll(const Touched& touched) {
-  // A log touched several times needs one notification.
-  std::set<EventLog*> seen;
-  for (const auto& log : touched) {
-    if (seen.insert(log.get()).second) log->Notify();
-  }
 }
 
 }  // namespace accumulus::server

@@ -2,8 +2,10 @@
 // device slots they hold; and the rules that move jobs between states.
 //
 // One mutex guards everything (the compiler checks which member needs it:
-// GUARDED_BY, REQUIRES); no call blocks while holding it (messages to
-// workers are queued, watchers are told after it is released).
+// GUARDED_BY, REQUIRES); it guards memory only, and no call blocks while
+// holding it: messages to workers are queued, and the store is written by
+// its own thread (StoreWriter), which shows events to watchers once they are
+// durable.
 #pragma once
 
 #include <chrono>
@@ -25,6 +27,7 @@
 #include "server/controller_metrics.h"
 #include "server/event_log.h"
 #include "server/job_store.h"
+#include "server/store_writer.h"
 
 namespace accumulus::server {
 
@@ -36,7 +39,14 @@ class JobManager {
   // `store` (may be null: state in memory only) receives every job change
   // and event; Recover() reads it back.
   explicit JobManager(ControllerMetrics* metrics, JobStore* store = nullptr)
-      : metrics_(metrics), store_(store) {}
+      : metrics_(metrics), store_(store), writer_(store, metrics->store_errors) {}
+
+  // Runs `done` on the store's writer thread once everything recorded before
+  // the call is durable (and its events visible to watchers). `done` must
+  // not block; it may call into the JobManager.
+  void WhenDurable(std::function<void()> done) EXCLUDES(mutex_);
+  // Waits until everything recorded before the call is durable and visible.
+  void Flush() EXCLUDES(mutex_);
 
   // Rebuilds the jobs and their event logs from the store (a controller
   // restart). Queued jobs queue again; placed ones wait for their workers to
@@ -120,6 +130,9 @@ class JobManager {
     // ranks may still run (time_point::max(): until the worker reports them
     // ended). Their entries in `slots` stay until then.
     std::map<std::string, std::chrono::steady_clock::time_point> fences;
+    // The sequence number of the job's newest event (numbered as appended;
+    // the log shows it once durable).
+    int64_t last_sequence = 0;
   };
   struct WorkerRecord {
     v1::Register registration;
@@ -137,12 +150,10 @@ class JobManager {
 
     int32_t free_slots() const;
   };
-  // Logs to notify once the mutex is released.
-  using Touched = std::vector<std::shared_ptr<EventLog>>;
 
   JobRecord* FindLocked(const std::string& job_id) REQUIRES(mutex_);
-  void SetStateLocked(JobRecord* record, v1::JobState state, const std::string& reason,
-                      Touched* touched) REQUIRES(mutex_);
+  void SetStateLocked(JobRecord* record, v1::JobState state, const std::string& reason)
+      REQUIRES(mutex_);
   // The ranks of `record` on `worker_id` ended (reported or lost): frees
   // their slots, and the rendezvous port once no rank is left.
   void WorkerLeftJobLocked(JobRecord* record, const std::string& worker_id) REQUIRES(mutex_);
@@ -151,12 +162,12 @@ class JobManager {
   // ranks have stopped) when the failure is not permanent and restarts are
   // left; otherwise it fails (or, while cancelling, is cancelled).
   void EndJobEarlyLocked(JobRecord* record, v1::JobState state, const std::string& reason,
-                         bool permanent, Touched* touched) REQUIRES(mutex_);
+                         bool permanent) REQUIRES(mutex_);
   // Queues a RESTARTING job again once none of its ranks holds a slot.
-  void RequeueIfStoppedLocked(JobRecord* record, Touched* touched) REQUIRES(mutex_);
+  void RequeueIfStoppedLocked(JobRecord* record) REQUIRES(mutex_);
   void SendCancelLocked(const JobRecord& record, const std::string& reason) REQUIRES(mutex_);
-  bool PlaceLocked(JobRecord* record, Touched* touched) REQUIRES(mutex_);
-  void ScheduleLocked(Touched* touched) REQUIRES(mutex_);
+  bool PlaceLocked(JobRecord* record) REQUIRES(mutex_);
+  void ScheduleLocked() REQUIRES(mutex_);
   // An event the job already has: a worker resends its most recent messages
   // after a reconnect, not knowing which ones the controller recorded.
   // Whether `event` of `attempt` is new (not numbered, or numbered above
@@ -177,19 +188,18 @@ class JobManager {
   void AppendLocked(JobRecord* record, v1::JobEvent event, bool closes) REQUIRES(mutex_);
   void FlushLocked() REQUIRES(mutex_);
   // The ranks of `record` on `worker_id` are gone: the attempt ends.
-  void LoseRanksLocked(JobRecord* record, const std::string& worker_id, const std::string& reason,
-                       Touched* touched) REQUIRES(mutex_);
+  void LoseRanksLocked(JobRecord* record, const std::string& worker_id, const std::string& reason)
+      REQUIRES(mutex_);
   void RecordEventsLocked(const std::string& worker_id, const v1::TrainerEvents& events,
-                          uint64_t link_sequence, Touched* touched) REQUIRES(mutex_);
-  void RecordStatusLocked(const std::string& worker_id, const v1::AssignmentStatus& status,
-                          Touched* touched) REQUIRES(mutex_);
+                          uint64_t link_sequence) REQUIRES(mutex_);
+  void RecordStatusLocked(const std::string& worker_id, const v1::AssignmentStatus& status)
+      REQUIRES(mutex_);
   // A superseded attempt's rank ended: said in the stream (as stale), and
   // the slots it held as a fence are freed.
   void RecordStaleStatusLocked(JobRecord* record, const std::string& worker_id,
-                               const v1::AssignmentStatus& status, Touched* touched)
-      REQUIRES(mutex_);
+                               const v1::AssignmentStatus& status) REQUIRES(mutex_);
   // Ends fences whose time has come (Expire).
-  void ReleaseExpiredFencesLocked(Touched* touched) REQUIRES(mutex_);
+  void ReleaseExpiredFencesLocked() REQUIRES(mutex_);
   // Whether events from `worker_id` of `attempt` (0: untagged) belong to a
   // superseded or ended attempt.
   bool IsStaleLocked(const JobRecord& record, const std::string& worker_id, int32_t attempt) const
@@ -199,7 +209,6 @@ class JobManager {
   void RecordStaleLocked(JobRecord* record, const v1::TrainerEvents& events) REQUIRES(mutex_);
   void UpdateGaugesLocked() REQUIRES(mutex_);
   void PruneFinishedLocked() REQUIRES(mutex_);
-  static void NotifyAll(const Touched& touched);
 
   ControllerMetrics* const metrics_;
   JobStore* const store_;
@@ -216,18 +225,24 @@ class JobManager {
   std::map<std::string, std::multiset<uint64_t>> held_link_sequences_ GUARDED_BY(mutex_);
   int64_t next_job_number_ GUARDED_BY(mutex_) = 1;
   int64_t keep_finished_ GUARDED_BY(mutex_) = 0;
-  // Events numbered but not yet recorded and appended (see AppendLocked).
+  // Events numbered but not yet handed to the writer (see AppendLocked),
+  // and what is to run once they are durable.
   struct PendingEvent {
     JobRecord* record;
     v1::JobEvent event;
     bool closes;
   };
   std::vector<PendingEvent> unflushed_ GUARDED_BY(mutex_);
+  std::vector<std::string> unflushed_deletions_ GUARDED_BY(mutex_);
+  std::vector<std::function<void()>> after_durable_ GUARDED_BY(mutex_);
   bool batching_ GUARDED_BY(mutex_) = false;
   // After a restart: workers that recovered jobs have ranks on, and until
   // when they may reconnect to claim them.
   std::map<std::string, std::chrono::steady_clock::time_point> awaited_workers_ GUARDED_BY(mutex_);
   uint64_t next_session_ GUARDED_BY(mutex_) = 1;
+
+  // Last: destroyed first, it commits what is queued while the rest lives.
+  StoreWriter writer_;
 };
 
 }  // namespace accumulus::server

@@ -134,36 +134,66 @@ Status JobStore::Error(const std::string& what) const {
 }
 
 Status JobStore::Record(const v1::Job& job, const std::vector<const v1::JobEvent*>& events) {
-  if (!Run(Prepared("BEGIN"))) return Error("recording job " + job.id() + ": BEGIN");
+  return Commit({{&job, events}}, {});
+}
+
+bool JobStore::WriteChange(const Change& change) {
+  const v1::Job& job = *change.job;
   sqlite3_stmt* upsert = Prepared(
       "INSERT INTO jobs (id, number, finished, job) VALUES (?1, ?2, ?3, ?4) "
       "ON CONFLICT(id) DO UPDATE SET finished = ?3, job = ?4");
+  if (upsert == nullptr) return false;
   const std::string snapshot = job.SerializeAsString();
-  bool ok = upsert != nullptr;
-  if (ok) {
-    sqlite3_bind_text(upsert, 1, job.id().data(), static_cast<int>(job.id().size()), SQLITE_STATIC);
-    sqlite3_bind_int64(upsert, 2, JobNumber(job.id()));
-    sqlite3_bind_int64(upsert, 3, IsTerminal(job.state()) ? 1 : 0);
-    sqlite3_bind_blob(upsert, 4, snapshot.data(), static_cast<int>(snapshot.size()), SQLITE_STATIC);
-    ok = Run(upsert);
-  }
+  sqlite3_bind_text(upsert, 1, job.id().data(), static_cast<int>(job.id().size()), SQLITE_STATIC);
+  sqlite3_bind_int64(upsert, 2, JobNumber(job.id()));
+  sqlite3_bind_int64(upsert, 3, IsTerminal(job.state()) ? 1 : 0);
+  sqlite3_bind_blob(upsert, 4, snapshot.data(), static_cast<int>(snapshot.size()), SQLITE_STATIC);
+  if (!Run(upsert)) return false;
   sqlite3_stmt* insert =
       Prepared("INSERT INTO events (job_id, sequence, event) VALUES (?1, ?2, ?3)");
+  if (insert == nullptr) return false;
   std::string bytes;
-  for (size_t i = 0; ok && i < events.size(); ++i) {
-    ok = insert != nullptr && events[i]->SerializeToString(&bytes);
-    if (!ok) break;
+  for (const v1::JobEvent* event : change.events) {
+    if (!event->SerializeToString(&bytes)) return false;
     sqlite3_bind_text(insert, 1, job.id().data(), static_cast<int>(job.id().size()), SQLITE_STATIC);
-    sqlite3_bind_int64(insert, 2, events[i]->sequence());
+    sqlite3_bind_int64(insert, 2, event->sequence());
     sqlite3_bind_blob(insert, 3, bytes.data(), static_cast<int>(bytes.size()), SQLITE_STATIC);
-    ok = Run(insert);
+    if (!Run(insert)) return false;
   }
+  return true;
+}
+
+bool JobStore::DeleteJob(const std::string& id) {
+  sqlite3_stmt* events = Prepared("DELETE FROM events WHERE job_id = ?1");
+  sqlite3_stmt* jobs = Prepared("DELETE FROM jobs WHERE id = ?1");
+  if (events == nullptr || jobs == nullptr) return false;
+  for (sqlite3_stmt* statement : {events, jobs}) {
+    sqlite3_bind_text(statement, 1, id.data(), static_cast<int>(id.size()), SQLITE_STATIC);
+    if (!Run(statement)) return false;
+  }
+  return true;
+}
+
+Status JobStore::Commit(const std::vector<Change>& changes,
+                        const std::vector<std::string>& deletions) {
+  if (changes.empty() && deletions.empty()) return Status::Ok();
+  // What the error names: the jobs the transaction was about.
+  auto about = [&] {
+    std::string ids;
+    for (const Change& c : changes) ids += (ids.empty() ? "" : ", ") + c.job->id();
+    for (const std::string& id : deletions) ids += (ids.empty() ? "deleting " : ", deleting ") + id;
+    return ids;
+  };
+  if (!Run(Prepared("BEGIN"))) return Error("recording " + about() + ": BEGIN");
+  bool ok = true;
+  for (size_t i = 0; ok && i < changes.size(); ++i) ok = WriteChange(changes[i]);
+  for (size_t i = 0; ok && i < deletions.size(); ++i) ok = DeleteJob(deletions[i]);
   if (!ok) {
-    const Status error = Error("recording job " + job.id());
+    const Status error = Error("recording " + about());
     (void)Run(Prepared("ROLLBACK"));
     return error;
   }
-  if (!Run(Prepared("COMMIT"))) return Error("recording job " + job.id() + ": COMMIT");
+  if (!Run(Prepared("COMMIT"))) return Error("recording " + about() + ": COMMIT");
   return Status::Ok();
 }
 
@@ -198,26 +228,6 @@ StatusOr<std::vector<JobStore::StoredJob>> JobStore::Load() {
   return out;
 }
 
-Status JobStore::Delete(const std::vector<std::string>& job_ids) {
-  if (job_ids.empty()) return Status::Ok();
-  if (!Run(Prepared("BEGIN"))) return Error("deleting jobs: BEGIN");
-  sqlite3_stmt* events = Prepared("DELETE FROM events WHERE job_id = ?1");
-  sqlite3_stmt* jobs = Prepared("DELETE FROM jobs WHERE id = ?1");
-  bool ok = events != nullptr && jobs != nullptr;
-  for (size_t i = 0; ok && i < job_ids.size(); ++i) {
-    const std::string& id = job_ids[i];
-    for (sqlite3_stmt* statement : {events, jobs}) {
-      sqlite3_bind_text(statement, 1, id.data(), static_cast<int>(id.size()), SQLITE_STATIC);
-      ok = ok && Run(statement);
-    }
-  }
-  if (!ok) {
-    const Status error = Error("deleting job " + job_ids.front() + " and others");
-    (void)Run(Prepared("ROLLBACK"));
-    return error;
-  }
-  if (!Run(Prepared("COMMIT"))) return Error("deleting jobs: COMMIT");
-  return Status::Ok();
-}
+Status JobStore::Delete(const std::vector<std::string>& job_ids) { return Commit({}, job_ids); }
 
 }  // namespace accumulus::server

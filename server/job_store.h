@@ -34,15 +34,23 @@ class JobStore {
   JobStore(const JobStore&) = delete;
   JobStore& operator=(const JobStore&) = delete;
 
-  // The job's snapshot and the next events of its stream, in one
-  // transaction.
+  // One job's snapshot and the next events of its stream.
+  struct Change {
+    const v1::Job* job;
+    std::vector<const v1::JobEvent*> events;
+  };
+
+  // The changes, then the deletions (each job with its events), in one
+  // transaction: all of it or, on an error naming the jobs, none.
+  Status Commit(const std::vector<Change>& changes, const std::vector<std::string>& deletions);
+
+  // Commit of one change.
   Status Record(const v1::Job& job, const std::vector<const v1::JobEvent*>& events);
 
   // Every job, in submission order, with its events.
   StatusOr<std::vector<StoredJob>> Load();
 
-  // Deletes these jobs with their events, in one transaction (the job
-  // manager's retention decides which).
+  // Commit of deletions (the job manager's retention decides which).
   Status Delete(const std::vector<std::string>& job_ids);
 
   const std::string& path() const { return path_; }
@@ -50,6 +58,9 @@ class JobStore {
  private:
   JobStore(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
   Status Exec(const char* sql);
+  // Inside Commit's transaction; false on an error (Error() says which).
+  bool WriteChange(const Change& change);
+  bool DeleteJob(const std::string& id);
   Status Error(const std::string& what) const;
   // The statement for `sql`, compiled on first use and kept, reset and
   // unbound: Record runs for every batch of events, and compiling its four

@@ -153,7 +153,7 @@ class LinkReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1::
       ack.mutable_registered()->set_heartbeat_interval_ms(service_->heartbeat_interval_ms_);
       ack.mutable_registered()->set_lost_after_ms(service_->lost_after_ms_);
       ack.mutable_registered()->set_acked_sequence(
-          jobs_->AcknowledgeableUpTo(worker_id_, service_->Registered(worker_id_, epoch_)));
+          jobs_->AcknowledgeableUpTo(worker_id_, service_->DurableUpTo(worker_id_, epoch_)));
       Send(ack);  // before any assignment the registration may trigger
       std::shared_ptr<SendHandle> handle = handle_;
       session_ = jobs_->WorkerConnected(
@@ -170,7 +170,7 @@ class LinkReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1::
       v1::ControllerMessage echo;
       echo.mutable_heartbeat_ack()->set_sent_at_us(message.heartbeat().sent_at_us());
       echo.mutable_heartbeat_ack()->set_acked_sequence(
-          jobs_->AcknowledgeableUpTo(worker_id_, service_->ProcessedUpTo(worker_id_, epoch_)));
+          jobs_->AcknowledgeableUpTo(worker_id_, service_->DurableUpTo(worker_id_, epoch_)));
       Send(echo);
       return true;
     }
@@ -180,10 +180,16 @@ class LinkReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1::
       jobs_->RecordStatus(worker_id_, message.status());
     }
     if (sequence > 0) {
-      const uint64_t processed = service_->MarkProcessed(worker_id_, epoch_, sequence);
-      v1::ControllerMessage ack;
-      ack.mutable_ack()->set_sequence(jobs_->AcknowledgeableUpTo(worker_id_, processed));
-      Send(ack);
+      service_->MarkProcessed(worker_id_, epoch_, sequence);
+      // On the store's writer thread, once durable; through the handle, since
+      // the link may have ended by then.
+      jobs_->WhenDurable([service = service_, jobs = jobs_, handle = handle_, worker = worker_id_,
+                          epoch = epoch_, sequence] {
+        v1::ControllerMessage ack;
+        ack.mutable_ack()->set_sequence(
+            jobs->AcknowledgeableUpTo(worker, service->MarkDurable(worker, epoch, sequence)));
+        handle->Send(ack);
+      });
     }
     return true;
   }
@@ -265,11 +271,11 @@ void WorkerLinkService::CloseSilentLinks() {
   }
 }
 
-uint64_t WorkerLinkService::Registered(const std::string& worker_id, uint64_t epoch) {
-  MutexLock lock(&mutex_);
+WorkerLinkService::LinkProgress& WorkerLinkService::ProgressLocked(const std::string& worker_id,
+                                                                   uint64_t epoch) {
   LinkProgress& progress = progress_[worker_id];
-  if (progress.epoch != epoch) progress = {epoch, 0};
-  return progress.processed;
+  if (progress.epoch != epoch) progress = {epoch, 0, 0};
+  return progress;
 }
 
 uint64_t WorkerLinkService::ProcessedUpTo(const std::string& worker_id, uint64_t epoch) const {
@@ -278,18 +284,30 @@ uint64_t WorkerLinkService::ProcessedUpTo(const std::string& worker_id, uint64_t
   return it != progress_.end() && it->second.epoch == epoch ? it->second.processed : 0;
 }
 
+uint64_t WorkerLinkService::DurableUpTo(const std::string& worker_id, uint64_t epoch) const {
+  MutexLock lock(&mutex_);
+  auto it = progress_.find(worker_id);
+  return it != progress_.end() && it->second.epoch == epoch ? it->second.durable : 0;
+}
+
 bool WorkerLinkService::Processed(const std::string& worker_id, uint64_t epoch,
                                   uint64_t sequence) const {
   return sequence > 0 && sequence <= ProcessedUpTo(worker_id, epoch);
 }
 
-uint64_t WorkerLinkService::MarkProcessed(const std::string& worker_id, uint64_t epoch,
-                                          uint64_t sequence) {
+void WorkerLinkService::MarkProcessed(const std::string& worker_id, uint64_t epoch,
+                                      uint64_t sequence) {
   MutexLock lock(&mutex_);
-  LinkProgress& progress = progress_[worker_id];
-  if (progress.epoch != epoch) progress = {epoch, 0};
+  LinkProgress& progress = ProgressLocked(worker_id, epoch);
   progress.processed = std::max(progress.processed, sequence);
-  return progress.processed;
+}
+
+uint64_t WorkerLinkService::MarkDurable(const std::string& worker_id, uint64_t epoch,
+                                        uint64_t sequence) {
+  MutexLock lock(&mutex_);
+  LinkProgress& progress = ProgressLocked(worker_id, epoch);
+  progress.durable = std::max(progress.durable, sequence);
+  return progress.durable;
 }
 
 void WorkerLinkService::Forget(LinkReactor* reactor) {

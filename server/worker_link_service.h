@@ -5,10 +5,12 @@
 // ranks stay fenced until that long after the last message it sent
 // (JobManager::WorkerGone), by when their leases have made them stop.
 //
-// The link is acknowledged (worker/controller_link.h): after each numbered
-// message is recorded it sends LinkAck with the highest number up to which
-// everything is durable (JobManager::AcknowledgeableUpTo), and the same
-// number with each heartbeat's echo and in Registered. It keeps, per worker
+// The link is acknowledged (worker/controller_link.h): once what a numbered
+// message changed is durable (JobManager::WhenDurable) it sends LinkAck with
+// the highest number up to which everything is (less a data-parallel step
+// report still waiting for the other ranks: JobManager::
+// AcknowledgeableUpTo), and the same number with each heartbeat's echo and
+// in Registered. It keeps, per worker
 // and across its sessions, the highest number processed in the worker's
 // link epoch: a resent status at or below it is not applied again (resent
 // events are known by their trainer's number, JobEvent.rank_sequence, which
@@ -46,22 +48,27 @@ class WorkerLinkService final : public v1::WorkerLink::CallbackService {
   friend class LinkReactor;
   void Forget(LinkReactor* reactor);
 
-  // A worker registered with `epoch`: its progress so far (reset for a new
-  // epoch, a restarted daemon), as the highest sequence processed.
-  uint64_t Registered(const std::string& worker_id, uint64_t epoch) EXCLUDES(mutex_);
   // The highest sequence of the worker's `epoch` processed (0: none).
   uint64_t ProcessedUpTo(const std::string& worker_id, uint64_t epoch) const EXCLUDES(mutex_);
   // Whether `sequence` of the worker's `epoch` was processed before.
   bool Processed(const std::string& worker_id, uint64_t epoch, uint64_t sequence) const
       EXCLUDES(mutex_);
-  // `sequence` is processed; returns the highest processed.
-  uint64_t MarkProcessed(const std::string& worker_id, uint64_t epoch, uint64_t sequence)
+  void MarkProcessed(const std::string& worker_id, uint64_t epoch, uint64_t sequence)
       EXCLUDES(mutex_);
+  // `sequence` and everything processed before it is durable; returns the
+  // highest such sequence.
+  uint64_t MarkDurable(const std::string& worker_id, uint64_t epoch, uint64_t sequence)
+      EXCLUDES(mutex_);
+  // The highest durable sequence of the worker's `epoch` (0: none).
+  uint64_t DurableUpTo(const std::string& worker_id, uint64_t epoch) const EXCLUDES(mutex_);
 
   struct LinkProgress {
     uint64_t epoch = 0;
-    uint64_t processed = 0;
+    uint64_t processed = 0;  // read and handed to the job manager
+    uint64_t durable = 0;    // and recorded in the store
   };
+  // The worker's progress in `epoch` (reset for a new epoch).
+  LinkProgress& ProgressLocked(const std::string& worker_id, uint64_t epoch) REQUIRES(mutex_);
 
   JobManager* const jobs_;
   const int heartbeat_interval_ms_;

@@ -3,10 +3,18 @@
 #include <gtest/gtest.h>
 
 #include "common/metrics/registry.h"
+#include "common/mutex.h"
 #include "tests/support/temp_dir.h"
 
 namespace accumulus::server {
 namespace {
+
+// A job's log once everything recorded so far is durable (the store's
+// writer shows events to watchers only then).
+std::shared_ptr<EventLog> Log(JobManager& jobs, const std::string& job_id) {
+  jobs.Flush();
+  return *jobs.Events(job_id);
+}
 
 v1::JobSpec SmallSpec() {
   v1::JobSpec spec;
@@ -148,7 +156,7 @@ TEST_F(JobManagerTest, ASupersededAttemptsEventsAreRecordedAsStaleOnce) {
 
   EXPECT_EQ(jobs_.Get(id)->steps_done(), 1) << "attempt 2's progress only";
   std::vector<std::string> seen;
-  const std::shared_ptr<EventLog> log = *jobs_.Events(id);
+  const std::shared_ptr<EventLog> log = Log(jobs_, id);
   v1::JobEvent e;
   for (int64_t after = 0; log->Read(after, &e); ++after) {
     if (!e.has_step()) continue;
@@ -197,6 +205,7 @@ TEST_F(JobManagerTest, EventsGetConsecutiveSequenceNumbers) {
   jobs_.RecordEvents("w1", events);
   jobs_.RecordEvents("someone-else", events);  // not its job: ignored
 
+  jobs_.Flush();
   auto log = jobs_.Events(id);
   ASSERT_TRUE(log.ok());
   // queued, starting, step 1, step 2
@@ -318,13 +327,13 @@ TEST_F(JobManagerTest, MergesTheRanksStepReportsIntoOneEvent) {
     step->set_tensor_peak_bytes(1000 + rank);
     jobs_.RecordEvents(worker, events);
   };
-  const int64_t before = (*jobs_.Events(id))->last_sequence();
+  const int64_t before = Log(jobs_, id)->last_sequence();
   report("w2", 1, 0.2);
-  EXPECT_EQ((*jobs_.Events(id))->last_sequence(), before) << "waits for every rank";
+  EXPECT_EQ(Log(jobs_, id)->last_sequence(), before) << "waits for every rank";
   report("w1", 0, 0.1);
-  ASSERT_EQ((*jobs_.Events(id))->last_sequence(), before + 1);
+  ASSERT_EQ(Log(jobs_, id)->last_sequence(), before + 1);
   v1::JobEvent merged;
-  ASSERT_TRUE((*jobs_.Events(id))->Read(before, &merged));
+  ASSERT_TRUE(Log(jobs_, id)->Read(before, &merged));
   ASSERT_EQ(merged.step().ranks_size(), 2);
   EXPECT_EQ(merged.step().ranks(0).worker_id(), "w1");
   EXPECT_EQ(merged.step().ranks(1).worker_id(), "w2");
@@ -333,7 +342,7 @@ TEST_F(JobManagerTest, MergesTheRanksStepReportsIntoOneEvent) {
   EXPECT_EQ(merged.step().ranks(1).tensor_peak_bytes(), 1001);
   EXPECT_EQ(merged.step().ranks(1).rank_sequence(), 1);
   report("w2", 1, 0.2);  // resent after a reconnect
-  EXPECT_EQ((*jobs_.Events(id))->last_sequence(), before + 1) << "known by its number";
+  EXPECT_EQ(Log(jobs_, id)->last_sequence(), before + 1) << "known by its number";
   // Memory is exported per rank.
   const std::string exposition = registry_.Render();
   EXPECT_NE(
@@ -501,7 +510,7 @@ TEST_F(RecoveryTest, JobsAndTheirEventsSurviveAndWorkersClaimTheirRanks) {
     queued = before.Submit(SmallSpec())->id();
     before.RecordStatus("w1", Ended(running, v1::JOB_STATE_RUNNING, ""));
     before.RecordEvents("w1", StepReport(running, 1));
-    last_sequence = (*before.Events(running))->last_sequence();
+    last_sequence = Log(before, running)->last_sequence();
   }  // the controller dies
 
   metrics::Registry registry;
@@ -512,7 +521,7 @@ TEST_F(RecoveryTest, JobsAndTheirEventsSurviveAndWorkersClaimTheirRanks) {
   EXPECT_EQ(after.Get(running)->state(), v1::JOB_STATE_RUNNING);
   EXPECT_EQ(after.Get(running)->steps_done(), 1);
   EXPECT_EQ(after.Get(queued)->state(), v1::JOB_STATE_QUEUED);
-  EXPECT_EQ((*after.Events(running))->last_sequence(), last_sequence);
+  EXPECT_EQ(Log(after, running)->last_sequence(), last_sequence);
   EXPECT_EQ(after.Submit(SmallSpec())->id(), "job-3") << "numbering continues";
 
   // The worker comes back still running its job: it keeps the slot, so the
@@ -525,11 +534,63 @@ TEST_F(RecoveryTest, JobsAndTheirEventsSurviveAndWorkersClaimTheirRanks) {
   // It resends what it sent last; the step already recorded is not doubled.
   after.RecordEvents("w1", StepReport(running, 1));
   after.RecordEvents("w1", StepReport(running, 2));
-  EXPECT_EQ((*after.Events(running))->last_sequence(), last_sequence + 1);
+  EXPECT_EQ(Log(after, running)->last_sequence(), last_sequence + 1);
   after.RecordStatus("w1", Ended(running, v1::JOB_STATE_SUCCEEDED, ""));
   EXPECT_EQ(after.Get(running)->state(), v1::JOB_STATE_SUCCEEDED);
   ASSERT_FALSE(inbox.empty());
   EXPECT_EQ(inbox.back().assign().job_id(), queued);
+}
+
+// The store's writer shows an event to watchers only once it is in the
+// database: a watcher told of events finds each one it can see there, read
+// back by a second connection at that very moment.
+TEST_F(RecoveryTest, AWatcherIsToldOfAnEventOnlyOnceItIsDurable) {
+  auto store = OpenStore();
+  JobManager jobs(&metrics_, store.get());
+  std::vector<v1::ControllerMessage> inbox;
+  jobs.WorkerConnected(Worker("w1", 1), Inbox(&inbox));
+  const std::string id = jobs.Submit(SmallSpec())->id();
+
+  class Checker final : public EventLog::Listener {
+   public:
+    Checker(std::string path, std::string id, std::shared_ptr<EventLog> log)
+        : path_(std::move(path)), id_(std::move(id)), log_(std::move(log)) {}
+    void OnEventsAvailable() override {
+      const int64_t visible = log_->last_sequence();
+      int64_t stored = 0;
+      auto reader = JobStore::Open(path_);
+      ASSERT_TRUE(reader.ok());
+      auto jobs = (*reader)->Load();
+      ASSERT_TRUE(jobs.ok());
+      for (const auto& j : *jobs) {
+        if (j.job.id() == id_ && !j.events.empty()) stored = j.events.back().sequence();
+      }
+      MutexLock lock(&mutex_);
+      seen_.push_back({visible, stored});
+    }
+    std::vector<std::pair<int64_t, int64_t>> seen() {
+      MutexLock lock(&mutex_);
+      return seen_;
+    }
+
+   private:
+    const std::string path_, id_;
+    const std::shared_ptr<EventLog> log_;
+    Mutex mutex_;
+    std::vector<std::pair<int64_t, int64_t>> seen_ GUARDED_BY(mutex_);
+  };
+  const std::shared_ptr<EventLog> log = Log(jobs, id);
+  auto checker = std::make_shared<Checker>(store->path(), id, log);
+  log->Subscribe(checker);
+  for (int64_t step = 1; step <= 5; ++step) jobs.RecordEvents("w1", StepReport(id, step));
+  jobs.Flush();
+  log->Unsubscribe(checker.get());
+  const auto seen = checker->seen();
+  ASSERT_FALSE(seen.empty());
+  EXPECT_EQ(seen.back().first, log->last_sequence()) << "told of the last one too";
+  for (const auto& [visible, stored] : seen) {
+    EXPECT_LE(visible, stored) << "a watcher could read an event the store did not have";
+  }
 }
 
 TEST_F(RecoveryTest, RanksOnAWorkerThatNeverReturnsAreLost) {
