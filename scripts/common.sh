@@ -136,8 +136,8 @@ run_checked() {
       exit 1
     fi
   fi
-  echo "== unit tests under $(basename "$dir")"
-  "${run[@]}" "$dir/bin/accumulus_unit_tests" --gtest_brief=1
+  echo "== unit tests under $(basename "$dir")${UNIT_FILTER:+ ($UNIT_FILTER)}"
+  "${run[@]}" "$dir/bin/accumulus_unit_tests" --gtest_brief=1 ${UNIT_FILTER:+--gtest_filter="$UNIT_FILTER"}
   echo "== end-to-end subset with $bin_dir: $E2E_UNDER_SANITIZERS"
   ACCUMULUS_BINARY_DIR="$bin_dir" "${run[@]}" "$BUILD_DIR/bin/accumulus_e2e_tests" --gtest_brief=1 \
     --gtest_filter="$E2E_UNDER_SANITIZERS"

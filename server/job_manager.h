@@ -6,6 +6,15 @@
 // holding it: messages to workers are queued, and the store is written by
 // its own thread (StoreWriter), which shows events to watchers once they are
 // durable.
+//
+// Who owns what: the Controller owns the JobStore, this JobManager and the
+// two gRPC services that call into it. The JobManager owns every job record,
+// the worker registry (sessions, slots, senders) and the StoreWriter; each
+// job's EventLog is shared with the watch streams reading it, so a stream
+// outlives a pruned job. Attempt numbers are assigned here and are the fence
+// the worker, its trainers and the checkpoint lineage carry
+// (worker/engine/checkpoint_lineage.h). The batch plan (Job.batch) is owned
+// here too: the trainers' runtime and split-change events update it.
 #pragma once
 
 #include <chrono>
