@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include <chrono>
+#include <csignal>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -24,7 +25,13 @@ using Clock = std::chrono::steady_clock;
 
 class TrainerSupervisorTest : public ::testing::Test {
  protected:
-  void SetUp() override { ASSERT_EQ(mkfifo(ready_.c_str(), 0600), 0); }
+  void SetUp() override {
+    // As accumulus-worker does (common/subprocess.h): a trainer that exits
+    // before the supervisor's last write to it must give EPIPE, not kill
+    // the supervisor.
+    signal(SIGPIPE, SIG_IGN);
+    ASSERT_EQ(mkfifo(ready_.c_str(), 0600), 0);
+  }
 
   // A stand-in trainer running `body` after it has said it is ready.
   std::string Trainer(const std::string& setup, const std::string& body) {
