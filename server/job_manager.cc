@@ -171,14 +171,11 @@ Status JobManager::Recover(std::chrono::milliseconds worker_grace) {
     const v1::JobState state = record.job.state();
     // What each rank's trainer had sent, so a resent event is known as such.
     for (const v1::JobEvent& e : s.events) {
-      auto note = [&](int32_t rank, int64_t sequence) {
-        if (sequence <= 0) return;
-        int64_t& highest = record.received[{e.attempt(), rank}];
-        highest = std::max(highest, sequence);
-      };
-      note(e.rank(), e.rank_sequence());
+      NoteReceivedLocked(&record, e.attempt(), e.rank(), e.rank_sequence());
       if (e.has_step()) {
-        for (const v1::RankStepMetrics& r : e.step().ranks()) note(r.rank(), r.rank_sequence());
+        for (const v1::RankStepMetrics& r : e.step().ranks()) {
+          NoteReceivedLocked(&record, e.attempt(), r.rank(), r.rank_sequence());
+        }
       }
     }
     record.last_sequence = s.events.empty() ? 0 : s.events.back().sequence();
@@ -403,10 +400,8 @@ void JobManager::WorkerGone(const std::string& worker_id, uint64_t session,
 
 void JobManager::RecordEvents(const std::string& worker_id, const v1::TrainerEvents& events,
                               uint64_t link_sequence) {
-  {
-    MutexLock lock(&mutex_);
-    RecordEventsLocked(worker_id, events, link_sequence);
-  }
+  MutexLock lock(&mutex_);
+  RecordEventsLocked(worker_id, events, link_sequence);
 }
 
 uint64_t JobManager::AcknowledgeableUpTo(const std::string& worker_id, uint64_t processed) const {
@@ -480,10 +475,8 @@ void JobManager::RecordEventsLocked(const std::string& worker_id, const v1::Trai
 }
 
 void JobManager::RecordStatus(const std::string& worker_id, const v1::AssignmentStatus& status) {
-  {
-    MutexLock lock(&mutex_);
-    RecordStatusLocked(worker_id, status);
-  }
+  MutexLock lock(&mutex_);
+  RecordStatusLocked(worker_id, status);
 }
 
 void JobManager::RecordStatusLocked(const std::string& worker_id,
@@ -829,12 +822,17 @@ void JobManager::ScheduleLocked() {
   }
 }
 
-bool JobManager::TakeNewLocked(JobRecord* record, int32_t attempt, const v1::JobEvent& event) {
-  if (event.rank_sequence() <= 0) return true;
-  int64_t& highest = record->received[{attempt, event.rank()}];
-  if (event.rank_sequence() <= highest) return false;
-  highest = event.rank_sequence();
+bool JobManager::NoteReceivedLocked(JobRecord* record, int32_t attempt, int32_t rank,
+                                    int64_t sequence) {
+  if (sequence <= 0) return true;  // not numbered: nothing to know it by
+  int64_t& highest = record->received[{attempt, rank}];
+  if (sequence <= highest) return false;
+  highest = sequence;
   return true;
+}
+
+bool JobManager::TakeNewLocked(JobRecord* record, int32_t attempt, const v1::JobEvent& event) {
+  return NoteReceivedLocked(record, attempt, event.rank(), event.rank_sequence());
 }
 
 void JobManager::ReleaseHeldLocked(const JobRecord::RankReport& report) {

@@ -179,8 +179,11 @@ class JobManager {
   void ScheduleLocked() REQUIRES(mutex_);
   // An event the job already has: a worker resends its most recent messages
   // after a reconnect, not knowing which ones the controller recorded.
-  // Whether `event` of `attempt` is new (not numbered, or numbered above
-  // what its rank sent before), noting it as received.
+  // Whether `sequence` from `rank` of `attempt` is new (not numbered, or
+  // above what the rank sent before), noting it as received.
+  bool NoteReceivedLocked(JobRecord* record, int32_t attempt, int32_t rank, int64_t sequence)
+      REQUIRES(mutex_);
+  // NoteReceived of a trainer's event.
   bool TakeNewLocked(JobRecord* record, int32_t attempt, const v1::JobEvent& event)
       REQUIRES(mutex_);
   // Drops the step reports waiting for other ranks (the attempt ended):

@@ -17,7 +17,8 @@ namespace accumulus::engine {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::RecordingSink;
+using testing::BitIdentical;
+using testing::RunTraining;
 
 TrainConfig Job(const std::string& dir, int64_t attempt) {
   TrainConfig c;
@@ -39,24 +40,6 @@ TrainConfig Job(const std::string& dir, int64_t attempt) {
   return c;
 }
 
-struct Outcome {
-  Status status;
-  std::vector<torch::Tensor> parameters;
-  RecordingSink sink;
-  std::string Logs() const {
-    std::string out;
-    for (const auto& l : sink.logs) out += l + "\n";
-    return out;
-  }
-};
-
-std::unique_ptr<Outcome> RunJob(const TrainConfig& c, TrainOptions options = {}) {
-  auto out = std::make_unique<Outcome>();
-  options.final_parameters = &out->parameters;
-  out->status = Train(c, &out->sink, options);
-  return out;
-}
-
 // Dies in `step`'s window, as a killed trainer would.
 TrainOptions DiesIn(int64_t step) {
   TrainOptions options;
@@ -66,14 +49,6 @@ TrainOptions DiesIn(int64_t step) {
   return options;
 }
 
-bool BitIdentical(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b) {
-  if (a.size() != b.size() || a.empty()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (!torch::equal(a[i], b[i])) return false;
-  }
-  return true;
-}
-
 class CheckpointFencing : public ::testing::Test {
  protected:
   const testing::TempDir temp_;
@@ -81,12 +56,12 @@ class CheckpointFencing : public ::testing::Test {
 };
 
 TEST_F(CheckpointFencing, EachAttemptContinuesFromItsPredecessorsCheckpoint) {
-  const auto reference = RunJob(Job("", 1));
+  const auto reference = RunTraining(Job("", 1));
   ASSERT_TRUE(reference->status.ok()) << reference->status.ToString();
-  ASSERT_FALSE(RunJob(Job(dir_, 1), DiesIn(8))->status.ok());
-  ASSERT_FALSE(RunJob(Job(dir_, 2), DiesIn(11))->status.ok());
+  ASSERT_FALSE(RunTraining(Job(dir_, 1), DiesIn(8))->status.ok());
+  ASSERT_FALSE(RunTraining(Job(dir_, 2), DiesIn(11))->status.ok());
   EXPECT_TRUE(fs::exists(dir_ + "/step-00000009.attempt-2.ckpt"));
-  const auto third = RunJob(Job(dir_, 3));
+  const auto third = RunTraining(Job(dir_, 3));
   ASSERT_TRUE(third->status.ok()) << third->status.ToString();
   EXPECT_EQ(third->sink.run.resumed_from_step, 9);
   EXPECT_NE(third->Logs().find("resuming after step 9 from a checkpoint of attempt 2"),
@@ -109,16 +84,16 @@ TEST_F(CheckpointFencing, EachAttemptContinuesFromItsPredecessorsCheckpoint) {
 // checkpoint of step 9. Attempt 3 resumes from step 6, not from the
 // superseded attempt's step 9.
 TEST_F(CheckpointFencing, ASupersededAttemptsCheckpointIsNeverResumed) {
-  const auto reference = RunJob(Job("", 1));
-  ASSERT_FALSE(RunJob(Job(dir_, 1), DiesIn(8))->status.ok());
-  ASSERT_FALSE(RunJob(Job(dir_, 2), DiesIn(7))->status.ok());
+  const auto reference = RunTraining(Job("", 1));
+  ASSERT_FALSE(RunTraining(Job(dir_, 1), DiesIn(8))->status.ok());
+  ASSERT_FALSE(RunTraining(Job(dir_, 2), DiesIn(7))->status.ok());
   // The same run's real checkpoint of step 9 by attempt 1, made elsewhere.
   const std::string elsewhere = temp_.path() + "/elsewhere";
-  ASSERT_FALSE(RunJob(Job(elsewhere, 1), DiesIn(10))->status.ok());
+  ASSERT_FALSE(RunTraining(Job(elsewhere, 1), DiesIn(10))->status.ok());
   fs::copy_file(elsewhere + "/step-00000009.attempt-1.ckpt",
                 dir_ + "/step-00000009.attempt-1.ckpt");
 
-  const auto third = RunJob(Job(dir_, 3));
+  const auto third = RunTraining(Job(dir_, 3));
   ASSERT_TRUE(third->status.ok()) << third->status.ToString();
   EXPECT_EQ(third->sink.run.resumed_from_step, 6);
   EXPECT_NE(third->Logs().find("step-00000009.attempt-1.ckpt: written by attempt 1 after its "
@@ -135,7 +110,7 @@ TEST_F(CheckpointFencing, ASupersededAttemptWritesNoCheckpoint) {
       ASSERT_TRUE(CheckpointLineage::Append(dir_, {2, 0, 0}).ok());
     }
   };
-  const auto first = RunJob(Job(dir_, 1), options);
+  const auto first = RunTraining(Job(dir_, 1), options);
   EXPECT_EQ(first->status.code(), StatusCode::kFailedPrecondition);
   EXPECT_NE(first->status.message().find("checkpoint after step 3: attempt 1 is superseded by "
                                          "attempt 2 (" +
@@ -159,7 +134,7 @@ TEST_F(CheckpointFencing, ASupersededAttemptDoesNotReplaceTheOutput) {
       ASSERT_TRUE(CheckpointLineage::Append(dir_, {2, 0, 0}).ok());
     }
   };
-  const auto first = RunJob(c, options);
+  const auto first = RunTraining(c, options);
   EXPECT_EQ(first->status.code(), StatusCode::kFailedPrecondition);
   EXPECT_NE(first->status.message().find("its output " + output + " is not replaced"),
             std::string::npos)
@@ -170,7 +145,7 @@ TEST_F(CheckpointFencing, ASupersededAttemptDoesNotReplaceTheOutput) {
   // Unsuperseded, the output is replaced whole.
   TrainConfig second = c;
   second.attempt = 2;
-  const auto run = RunJob(second);
+  const auto run = RunTraining(second);
   ASSERT_TRUE(run->status.ok()) << run->status.ToString();
   EXPECT_NE(testing::ReadFile(output), "the successor's output");
   EXPECT_FALSE(fs::exists(output + ".attempt-2.tmp"));
@@ -178,7 +153,7 @@ TEST_F(CheckpointFencing, ASupersededAttemptDoesNotReplaceTheOutput) {
 
 TEST_F(CheckpointFencing, ASupersededAttemptDoesNotStart) {
   ASSERT_TRUE(CheckpointLineage::Append(dir_, {3, 0, 0}).ok());
-  const auto second = RunJob(Job(dir_, 2));
+  const auto second = RunTraining(Job(dir_, 2));
   EXPECT_EQ(second->status.code(), StatusCode::kFailedPrecondition);
   EXPECT_NE(second->status.message().find("attempt 2 is superseded by attempt 3"),
             std::string::npos)

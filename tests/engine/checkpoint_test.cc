@@ -15,7 +15,9 @@ namespace accumulus::engine {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::BitIdentical;
 using testing::RecordingSink;
+using testing::RunTraining;
 
 TrainConfig Job(const std::string& optimizer, const std::string& dir) {
   TrainConfig c;
@@ -38,27 +40,6 @@ TrainConfig Job(const std::string& optimizer, const std::string& dir) {
   c.checkpoint_dir = dir;
   c.checkpoint_every_steps = 3;
   return c;
-}
-
-struct Outcome {
-  Status status;
-  std::vector<torch::Tensor> parameters;
-  RecordingSink sink;
-};
-
-std::unique_ptr<Outcome> RunJob(const TrainConfig& c, TrainOptions options = {}) {
-  auto out = std::make_unique<Outcome>();
-  options.final_parameters = &out->parameters;
-  out->status = Train(c, &out->sink, options);
-  return out;
-}
-
-bool BitIdentical(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b) {
-  if (a.size() != b.size() || a.empty()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (!torch::equal(a[i], b[i])) return false;
-  }
-  return true;
 }
 
 std::vector<int64_t> Steps(const RecordingSink& sink) {
@@ -87,27 +68,27 @@ class Checkpoints : public ::testing::TestWithParam<std::string> {
 // kernels on fixed threads (the test binary's), which reduce in a fixed order.
 TEST_P(Checkpoints, ARunIsDeterministic) {
   TrainConfig c = Job(GetParam(), "");
-  const auto first = RunJob(c);
-  const auto second = RunJob(c);
+  const auto first = RunTraining(c);
+  const auto second = RunTraining(c);
   ASSERT_TRUE(first->status.ok()) << first->status.ToString();
   EXPECT_TRUE(BitIdentical(first->parameters, second->parameters));
 }
 
 TEST_P(Checkpoints, ARunThatDiesMidWindowResumesToTheSameParameters) {
-  const auto reference = RunJob(Job(GetParam(), ""));
+  const auto reference = RunTraining(Job(GetParam(), ""));
   ASSERT_TRUE(reference->status.ok()) << reference->status.ToString();
 
   TrainOptions crash;
   crash.after_backward = [](int64_t step, const std::vector<torch::Tensor>&) {
     if (step == 8) throw std::runtime_error("killed mid-window");
   };
-  const auto died = RunJob(Job(GetParam(), dir_), crash);
+  const auto died = RunTraining(Job(GetParam(), dir_), crash);
   ASSERT_FALSE(died->status.ok());
   EXPECT_EQ(Steps(died->sink), (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7}));
   EXPECT_EQ(CheckpointFiles(dir_), (std::vector<std::string>{"step-00000003.attempt-0.ckpt",
                                                              "step-00000006.attempt-0.ckpt"}));
 
-  const auto resumed = RunJob(Job(GetParam(), dir_));
+  const auto resumed = RunTraining(Job(GetParam(), dir_));
   ASSERT_TRUE(resumed->status.ok()) << resumed->status.ToString();
   EXPECT_EQ(resumed->sink.run.resumed_from_step, 6);
   EXPECT_EQ(Steps(resumed->sink), (std::vector<int64_t>{7, 8, 9, 10, 11, 12}))
@@ -118,7 +99,7 @@ TEST_P(Checkpoints, ARunThatDiesMidWindowResumesToTheSameParameters) {
 }
 
 TEST_P(Checkpoints, AGracefulStopCheckpointsWhereItStops) {
-  const auto reference = RunJob(Job(GetParam(), ""));
+  const auto reference = RunTraining(Job(GetParam(), ""));
   std::atomic<bool> stop{false};
   TrainOptions options;
   options.stop_requested = &stop;
@@ -127,10 +108,10 @@ TEST_P(Checkpoints, AGracefulStopCheckpointsWhereItStops) {
   };
   TrainConfig c = Job(GetParam(), dir_);
   c.checkpoint_every_steps = 0;  // only on stop
-  const auto stopped = RunJob(c, options);
+  const auto stopped = RunTraining(c, options);
   EXPECT_EQ(stopped->status.code(), StatusCode::kCancelled);
   EXPECT_EQ(CheckpointFiles(dir_), (std::vector<std::string>{"step-00000005.attempt-0.ckpt"}));
-  const auto resumed = RunJob(c);
+  const auto resumed = RunTraining(c);
   ASSERT_TRUE(resumed->status.ok()) << resumed->status.ToString();
   EXPECT_EQ(resumed->sink.run.resumed_from_step, 5);
   EXPECT_TRUE(BitIdentical(resumed->parameters, reference->parameters));
@@ -146,20 +127,18 @@ class CheckpointDamage : public Checkpoints {
     crash.after_backward = [](int64_t step, const std::vector<torch::Tensor>&) {
       if (step == 10) throw std::runtime_error("killed");
     };
-    ASSERT_FALSE(RunJob(Job("adamw", dir_), crash)->status.ok());
+    ASSERT_FALSE(RunTraining(Job("adamw", dir_), crash)->status.ok());
   }
 
   // Resumes, expecting step `from` and the uninterrupted result, and
   // returns what the run said about the checkpoints it passed over.
   std::string ResumeExpecting(int64_t from) {
-    const auto reference = RunJob(Job("adamw", ""));
-    const auto resumed = RunJob(Job("adamw", dir_));
+    const auto reference = RunTraining(Job("adamw", ""));
+    const auto resumed = RunTraining(Job("adamw", dir_));
     EXPECT_TRUE(resumed->status.ok()) << resumed->status.ToString();
     EXPECT_EQ(resumed->sink.run.resumed_from_step, from);
     EXPECT_TRUE(BitIdentical(resumed->parameters, reference->parameters));
-    std::string logs;
-    for (const auto& l : resumed->sink.logs) logs += l + "\n";
-    return logs;
+    return resumed->Logs();
   }
 
   const std::string newest_ = dir_ + "/step-00000009.attempt-0.ckpt";
@@ -191,7 +170,7 @@ TEST_F(CheckpointDamage, EveryCheckpointUnreadableStartsAfresh) {
 TEST_F(CheckpointDamage, AnotherRunsCheckpointIsNotResumed) {
   TrainConfig other = Job("adamw", dir_);
   other.seed = 10;
-  const auto run = RunJob(other);
+  const auto run = RunTraining(other);
   ASSERT_TRUE(run->status.ok());
   EXPECT_EQ(run->sink.run.resumed_from_step, 0);
   ASSERT_FALSE(run->sink.logs.empty());
@@ -204,7 +183,7 @@ TEST(CheckpointRetention, KeepsTheNewestK) {
   TrainConfig c = Job("sgd", temp.path());
   c.checkpoint_every_steps = 1;
   c.checkpoint_keep = 2;
-  ASSERT_TRUE(RunJob(c)->status.ok());
+  ASSERT_TRUE(RunTraining(c)->status.ok());
   // Step 12 is the last: the output, not a checkpoint, records it.
   EXPECT_EQ(
       CheckpointFiles(temp.path()),

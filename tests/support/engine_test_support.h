@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,37 @@ class RecordingSink : public engine::EventSink {
   std::vector<engine::SplitChange> split_changes;
   std::vector<std::string> logs;
 };
+
+// One training run's outcome: its status, final parameters and reports.
+struct RunOutcome {
+  Status status;
+  std::vector<torch::Tensor> parameters;
+  RecordingSink sink;
+  // Every log line, each ended by a newline.
+  std::string Logs() const {
+    std::string out;
+    for (const auto& l : sink.logs) out += l + "\n";
+    return out;
+  }
+};
+
+// Trains `config`, successfully or not (heap-held: the sink is large).
+inline std::unique_ptr<RunOutcome> RunTraining(const engine::TrainConfig& config,
+                                               engine::TrainOptions options = {}) {
+  auto out = std::make_unique<RunOutcome>();
+  options.final_parameters = &out->parameters;
+  out->status = engine::Train(config, &out->sink, options);
+  return out;
+}
+
+// Equal bit for bit (and not both empty).
+inline bool BitIdentical(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b) {
+  if (a.size() != b.size() || a.empty()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!torch::equal(a[i], b[i])) return false;
+  }
+  return true;
+}
 
 // Trains `config` (which must succeed) and returns the final parameters.
 inline std::vector<torch::Tensor> TrainAndCollect(const engine::TrainConfig& config,

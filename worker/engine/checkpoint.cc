@@ -152,10 +152,9 @@ StatusOr<std::string> CheckpointStore::Write(const TrainingState& state, const M
   std::error_code error;
   fs::create_directories(dir_, error);
   if (error) return FileError("cannot create the checkpoint dir " + dir_, error.value());
-  if (Status s = CheckNotSuperseded("its checkpoint after step " + std::to_string(state.step) +
-                                    " is not written");
-      !s.ok())
-    return s;
+  const std::string not_written =
+      "its checkpoint after step " + std::to_string(state.step) + " is not written";
+  if (Status s = CheckNotSuperseded(not_written); !s.ok()) return s;
   char name[64];
   std::snprintf(name, sizeof name, "step-%08lld.attempt-%lld.ckpt",
                 static_cast<long long>(state.step), static_cast<long long>(attempt_));
