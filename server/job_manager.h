@@ -1,32 +1,34 @@
-// The controller's state: jobs, their event logs, connected workers and the
-// device slots they hold; and the rules that move jobs between states.
+// The controller's state — jobs, their event logs, connected workers and the
+// device slots they hold — behind one facade, whose calls come from the gRPC
+// services.
 //
-// One mutex guards everything (the compiler checks which member needs it:
-// GUARDED_BY, REQUIRES); it guards memory only, and no call blocks while
-// holding it: messages to workers are queued, and the store is written by
-// its own thread (StoreWriter), which shows events to watchers once they are
-// durable.
+// The work is done by parts with one job each: the JobLifecycle (jobs,
+// attempts, fences, the queue, retention), the WorkerRegistry (sessions,
+// slots, ports), the Scheduler (placement), EventIngest and RankReports (a
+// worker's trainer events: dedup by sequence number, the rank merge, what
+// may be acknowledged), the EventRecorder (numbering; durable, then shown)
+// and JobMetrics. One mutex guards them all: each is a plain class and a
+// member GUARDED_BY it, so the compiler checks that every call holds it. It
+// guards memory only, and nothing blocks while it is held: messages to
+// workers are queued, and the store is written by its own thread
+// (StoreWriter), which shows events to watchers once they are durable.
 //
 // Who owns what: the Controller owns the JobStore, this JobManager and the
-// two gRPC services that call into it. The JobManager owns every job record,
-// the worker registry (sessions, slots, senders) and the StoreWriter; each
-// job's EventLog is shared with the watch streams reading it, so a stream
-// outlives a pruned job. Attempt numbers are assigned here and are the fence
-// the worker, its trainers and the checkpoint lineage carry
-// (worker/engine/checkpoint_lineage.h). The batch plan (Job.batch) is owned
-// here too: the trainers' runtime and split-change events update it.
+// two gRPC services that call into it. The JobManager owns the parts and the
+// StoreWriter; each job's EventLog is shared with the watch streams reading
+// it, so a stream outlives a pruned job. Attempt numbers are assigned here
+// and are the fence the worker, its trainers and the checkpoint lineage
+// carry (worker/engine/checkpoint_lineage.h). The batch plan (Job.batch) is
+// owned here too: the trainers' runtime and split-change events update it.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
 #include <set>
 #include <string>
-#include <tuple>
-#include <utility>
 #include <vector>
 
 #include "accumulus/v1/controller.pb.h"
@@ -34,21 +36,34 @@
 #include "common/mutex.h"
 #include "common/status.h"
 #include "server/controller_metrics.h"
+#include "server/event_ingest.h"
 #include "server/event_log.h"
+#include "server/event_recorder.h"
+#include "server/job_lifecycle.h"
+#include "server/job_metrics.h"
 #include "server/job_store.h"
+#include "server/rank_reports.h"
+#include "server/scheduler.h"
 #include "server/store_writer.h"
+#include "server/worker_registry.h"
 
 namespace accumulus::server {
 
 class JobManager {
  public:
   // Queues a message on a worker's link; must not block.
-  using WorkerSender = std::function<void(const v1::ControllerMessage&)>;
+  using WorkerSender = WorkerRegistry::Sender;
 
   // `store` (may be null: state in memory only) receives every job change
   // and event; Recover() reads it back.
   explicit JobManager(ControllerMetrics* metrics, JobStore* store = nullptr)
-      : metrics_(metrics), store_(store), writer_(store, metrics->store_errors) {}
+      : store_(store),
+        metrics_(metrics),
+        recorder_(&writer_, metrics->events_total),
+        jobs_(&workers_, &reports_, &recorder_, &metrics_),
+        scheduler_(&jobs_, &workers_, &recorder_, &metrics_),
+        ingest_(&jobs_, &reports_, &recorder_, &metrics_),
+        writer_(store, metrics->store_errors) {}
 
   // Runs `done` on the store's writer thread once everything recorded before
   // the call is durable (and its events visible to watchers). `done` must
@@ -68,7 +83,7 @@ class JobManager {
   // store; the oldest beyond go at the next Expire(). 0: all.
   void set_keep_finished(int64_t keep) EXCLUDES(mutex_) {
     MutexLock lock(&mutex_);
-    keep_finished_ = keep;
+    jobs_.set_keep_finished(keep);
   }
 
   // Client API ---------------------------------------------------------------
@@ -111,147 +126,40 @@ class JobManager {
       EXCLUDES(mutex_);
   void RecordStatus(const std::string& worker_id, const v1::AssignmentStatus& status)
       EXCLUDES(mutex_);
+  // One worker message in one batch of the store writer: its events, its
+  // status unless `new_status` is false (the link has seen it before), and
+  // then `when_durable`, on the writer thread, once all of it is durable.
+  void RecordMessage(const std::string& worker_id, const v1::WorkerMessage& message,
+                     bool new_status, std::function<void()> when_durable) EXCLUDES(mutex_);
 
  private:
-  struct JobRecord {
-    v1::Job job;
-    std::shared_ptr<EventLog> log;
-    // Device slots held, by worker; a worker leaves the map when it reports
-    // its ranks ended (or is lost).
-    std::map<std::string, std::vector<int>> slots;
-    // The rendezvous port taken on rank 0's worker (0: none).
-    int rendezvous_port = 0;
-    std::string rendezvous_worker;
-    // Step reports of data-parallel ranks, merged into one event once every
-    // rank's has arrived.
-    struct RankReport {
-      std::string worker_id;
-      v1::StepMetrics step;
-      int64_t rank_sequence = 0;
-      uint64_t link_sequence = 0;  // of the worker message that carried it
-    };
-    std::map<int64_t, std::vector<RankReport>> pending_steps;
-    // The highest JobEvent.rank_sequence received from each (attempt, rank):
-    // a resent event (a worker resends what the controller has not
-    // acknowledged) is known by its number alone.
-    std::map<std::pair<int32_t, int32_t>, int64_t> received;
-    // Workers lost with ranks of the job on them, and until when those
-    // ranks may still run (time_point::max(): until the worker reports them
-    // ended). Their entries in `slots` stay until then.
-    std::map<std::string, std::chrono::steady_clock::time_point> fences;
-    // The sequence number of the job's newest event (numbered as appended;
-    // the log shows it once durable).
-    int64_t last_sequence = 0;
-  };
-  struct WorkerRecord {
-    v1::Register registration;
-    uint64_t session = 0;
-    // The job holding each device slot ("" when free), indexed like
-    // registration.devices.
-    std::vector<std::string> slot_jobs;
-    std::set<std::string> jobs;
-    std::set<int> ports_in_use;
-    // Jobs whose stale ranks it is stopping (they moved on while it was
-    // away): not placed here again until it reports them ended, since a
-    // worker runs one attempt of a job at a time.
-    std::set<std::string> draining;
-    WorkerSender sender;
+  // A reconnecting worker's ranks (see WorkerConnected), in order.
+  void ClaimRecoveredJobs(const std::string& worker_id, WorkerRegistry::Worker* worker)
+      REQUIRES(mutex_);
+  void RecordDroppedMessages(const v1::Register& registration) REQUIRES(mutex_);
+  void StopRanksNotPlaced(const std::string& worker_id, WorkerRegistry::Worker* worker,
+                          const std::set<std::string>& still_running) REQUIRES(mutex_);
+  void SettleFences(const std::string& worker_id, WorkerRegistry::Worker* worker,
+                    const std::set<std::string>& still_running) REQUIRES(mutex_);
+  // Workers that recovered jobs had ranks on and that did not come back in
+  // time: those ranks are lost.
+  void LoseAwaitedWorkers(std::chrono::steady_clock::time_point now) REQUIRES(mutex_);
 
-    int32_t free_slots() const;
-  };
-
-  JobRecord* FindLocked(const std::string& job_id) REQUIRES(mutex_);
-  void SetStateLocked(JobRecord* record, v1::JobState state, const std::string& reason)
-      REQUIRES(mutex_);
-  // The ranks of `record` on `worker_id` ended (reported or lost): frees
-  // their slots, and the rendezvous port once no rank is left.
-  void WorkerLeftJobLocked(JobRecord* record, const std::string& worker_id) REQUIRES(mutex_);
-  // A rank of the job ended badly: the attempt is over and its other ranks
-  // are stopped. The job restarts (RESTARTING, then queued again once its
-  // ranks have stopped) when the failure is not permanent and restarts are
-  // left; otherwise it fails (or, while cancelling, is cancelled).
-  void EndJobEarlyLocked(JobRecord* record, v1::JobState state, const std::string& reason,
-                         bool permanent) REQUIRES(mutex_);
-  // Queues a RESTARTING job again once none of its ranks holds a slot.
-  void RequeueIfStoppedLocked(JobRecord* record) REQUIRES(mutex_);
-  void SendCancelLocked(const JobRecord& record, const std::string& reason) REQUIRES(mutex_);
-  bool PlaceLocked(JobRecord* record) REQUIRES(mutex_);
-  void ScheduleLocked() REQUIRES(mutex_);
-  // An event the job already has: a worker resends its most recent messages
-  // after a reconnect, not knowing which ones the controller recorded.
-  // Whether `sequence` from `rank` of `attempt` is new (not numbered, or
-  // above what the rank sent before), noting it as received.
-  bool NoteReceivedLocked(JobRecord* record, int32_t attempt, int32_t rank, int64_t sequence)
-      REQUIRES(mutex_);
-  // NoteReceived of a trainer's event.
-  bool TakeNewLocked(JobRecord* record, int32_t attempt, const v1::JobEvent& event)
-      REQUIRES(mutex_);
-  // Drops the step reports waiting for other ranks (the attempt ended):
-  // they hold back no acknowledgement any more.
-  void ClearPendingStepsLocked(JobRecord* record) REQUIRES(mutex_);
-  void ReleaseHeldLocked(const JobRecord::RankReport& report) REQUIRES(mutex_);
-  void MergeStepLocked(JobRecord* record, const std::string& worker_id, uint64_t link_sequence,
-                       v1::JobEvent event) REQUIRES(mutex_);
-  void RecordStepLocked(JobRecord* record, v1::JobEvent event) REQUIRES(mutex_);
-  void RecordRankMemoryLocked(const std::string& job_id, const v1::RankStepMetrics& rank)
-      REQUIRES(mutex_);
-  // Appends to the job's log and records the job and the event durably
-  // (at once, or at the batch's FlushLocked while batching_).
-  void AppendLocked(JobRecord* record, v1::JobEvent event, bool closes) REQUIRES(mutex_);
-  void FlushLocked() REQUIRES(mutex_);
-  // The ranks of `record` on `worker_id` are gone: the attempt ends.
-  void LoseRanksLocked(JobRecord* record, const std::string& worker_id, const std::string& reason)
-      REQUIRES(mutex_);
-  void RecordEventsLocked(const std::string& worker_id, const v1::TrainerEvents& events,
-                          uint64_t link_sequence) REQUIRES(mutex_);
-  void RecordStatusLocked(const std::string& worker_id, const v1::AssignmentStatus& status)
-      REQUIRES(mutex_);
-  // A superseded attempt's rank ended: said in the stream (as stale), and
-  // the slots it held as a fence are freed.
-  void RecordStaleStatusLocked(JobRecord* record, const std::string& worker_id,
-                               const v1::AssignmentStatus& status) REQUIRES(mutex_);
-  // Ends fences whose time has come (Expire).
-  void ReleaseExpiredFencesLocked() REQUIRES(mutex_);
-  // Whether events from `worker_id` of `attempt` (0: untagged) belong to a
-  // superseded or ended attempt.
-  bool IsStaleLocked(const JobRecord& record, const std::string& worker_id, int32_t attempt) const
-      REQUIRES(mutex_);
-  // Records a superseded attempt's events as such (stale, with their
-  // attempt), each once; they change nothing else.
-  void RecordStaleLocked(JobRecord* record, const v1::TrainerEvents& events) REQUIRES(mutex_);
-  void UpdateGaugesLocked() REQUIRES(mutex_);
-  void PruneFinishedLocked() REQUIRES(mutex_);
-
-  ControllerMetrics* const metrics_;
   JobStore* const store_;
+  JobMetrics metrics_;  // thread-safe: it only updates metric families
 
+  // The parts, one job each (see their headers); plain classes that take the
+  // lock on trust, so every one of them is guarded by the one mutex.
   mutable Mutex mutex_;
-  std::map<std::string, JobRecord> jobs_ GUARDED_BY(mutex_);
-  std::vector<std::string> job_order_ GUARDED_BY(mutex_);  // submission order
-  std::vector<std::string> queue_ GUARDED_BY(mutex_);      // QUEUED jobs, FIFO
-  // Ended jobs, oldest first (retention).
-  std::deque<std::string> finished_ GUARDED_BY(mutex_);
-  std::map<std::string, WorkerRecord> workers_ GUARDED_BY(mutex_);
-  // By worker (across its sessions): the link sequences of step reports
-  // waiting in pending_steps, which are not durable yet.
-  std::map<std::string, std::multiset<uint64_t>> held_link_sequences_ GUARDED_BY(mutex_);
-  int64_t next_job_number_ GUARDED_BY(mutex_) = 1;
-  int64_t keep_finished_ GUARDED_BY(mutex_) = 0;
-  // Events numbered but not yet handed to the writer (see AppendLocked),
-  // and what is to run once they are durable.
-  struct PendingEvent {
-    JobRecord* record;
-    v1::JobEvent event;
-    bool closes;
-  };
-  std::vector<PendingEvent> unflushed_ GUARDED_BY(mutex_);
-  std::vector<std::string> unflushed_deletions_ GUARDED_BY(mutex_);
-  std::vector<std::function<void()>> after_durable_ GUARDED_BY(mutex_);
-  bool batching_ GUARDED_BY(mutex_) = false;
+  WorkerRegistry workers_ GUARDED_BY(mutex_);
+  RankReports reports_ GUARDED_BY(mutex_);
+  EventRecorder recorder_ GUARDED_BY(mutex_);
+  JobLifecycle jobs_ GUARDED_BY(mutex_);
+  Scheduler scheduler_ GUARDED_BY(mutex_);
+  EventIngest ingest_ GUARDED_BY(mutex_);
   // After a restart: workers that recovered jobs have ranks on, and until
   // when they may reconnect to claim them.
   std::map<std::string, std::chrono::steady_clock::time_point> awaited_workers_ GUARDED_BY(mutex_);
-  uint64_t next_session_ GUARDED_BY(mutex_) = 1;
 
   // Last: destroyed first, it commits what is queued while the rest lives.
   StoreWriter writer_;

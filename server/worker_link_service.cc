@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -175,22 +176,21 @@ class LinkReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1::
       return true;
     }
     const uint64_t sequence = message.sequence();
-    if (message.has_events()) jobs_->RecordEvents(worker_id_, message.events(), sequence);
-    if (message.has_status() && !service_->Processed(worker_id_, epoch_, sequence)) {
-      jobs_->RecordStatus(worker_id_, message.status());
-    }
+    const bool new_status = !service_->Processed(worker_id_, epoch_, sequence);
+    std::function<void()> acknowledge;
     if (sequence > 0) {
-      service_->MarkProcessed(worker_id_, epoch_, sequence);
       // On the store's writer thread, once durable; through the handle, since
       // the link may have ended by then.
-      jobs_->WhenDurable([service = service_, jobs = jobs_, handle = handle_, worker = worker_id_,
-                          epoch = epoch_, sequence] {
+      acknowledge = [service = service_, jobs = jobs_, handle = handle_, worker = worker_id_,
+                     epoch = epoch_, sequence] {
         v1::ControllerMessage ack;
         ack.mutable_ack()->set_sequence(
             jobs->AcknowledgeableUpTo(worker, service->MarkDurable(worker, epoch, sequence)));
         handle->Send(ack);
-      });
+      };
     }
+    jobs_->RecordMessage(worker_id_, message, new_status, std::move(acknowledge));
+    if (sequence > 0) service_->MarkProcessed(worker_id_, epoch_, sequence);
     return true;
   }
 

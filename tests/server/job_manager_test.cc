@@ -593,6 +593,44 @@ TEST_F(RecoveryTest, AWatcherIsToldOfAnEventOnlyOnceItIsDurable) {
   }
 }
 
+// A worker message is acknowledged (the completion RecordMessage runs on the
+// writer thread) only once every event it carried is in the database and
+// shown to watchers: the worker may then forget it.
+TEST_F(RecoveryTest, AWorkerMessageCompletesOnlyOnceItsEventsAreDurable) {
+  auto store = OpenStore();
+  JobManager jobs(&metrics_, store.get());
+  std::vector<v1::ControllerMessage> inbox;
+  jobs.WorkerConnected(Worker("w1", 1), Inbox(&inbox));
+  const std::string id = jobs.Submit(SmallSpec())->id();
+  jobs.RecordStatus("w1", Ended(id, v1::JOB_STATE_RUNNING, ""));
+
+  v1::WorkerMessage message;
+  message.set_sequence(7);
+  *message.mutable_events() = StepReport(id, 1);
+  *message.mutable_events()->add_events() = StepReport(id, 2).events(0);
+  Mutex mutex;
+  int64_t stored_steps = -1, visible = -1;
+  const std::shared_ptr<EventLog> log = Log(jobs, id);
+  jobs.RecordMessage("w1", message, /*new_status=*/true, [&] {
+    auto reader = JobStore::Open(store->path());
+    ASSERT_TRUE(reader.ok());
+    auto stored = (*reader)->Load();
+    ASSERT_TRUE(stored.ok());
+    int64_t steps = 0;
+    for (const auto& j : *stored) {
+      for (const auto& e : j.events) steps += e.has_step() ? 1 : 0;
+    }
+    MutexLock lock(&mutex);
+    stored_steps = steps;
+    visible = log->last_sequence();
+  });
+  jobs.Flush();
+  MutexLock lock(&mutex);
+  EXPECT_EQ(stored_steps, 2) << "both steps of the message were durable when it completed";
+  EXPECT_EQ(visible, log->last_sequence()) << "and shown to watchers";
+  EXPECT_EQ(jobs.Get(id)->steps_done(), 2);
+}
+
 TEST_F(RecoveryTest, RanksOnAWorkerThatNeverReturnsAreLost) {
   std::string id;
   {

@@ -1,0 +1,309 @@
+#include "server/job_lifecycle.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "common/clock.h"
+#include "common/job_spec.h"
+#include "server/job_state.h"
+
+namespace accumulus::server {
+namespace {
+
+v1::JobEvent StateEvent(v1::JobState state, const std::string& reason,
+                        const std::string& worker_id) {
+  v1::JobEvent event;
+  event.mutable_state()->set_state(state);
+  event.mutable_state()->set_reason(reason);
+  event.mutable_state()->set_worker_id(worker_id);
+  return event;
+}
+
+std::string ResumesFrom(const v1::Job& job) {
+  return job.spec().checkpoint().dir().empty() ? "from the start (the job has no checkpoint.dir)"
+                                               : "from its newest checkpoint";
+}
+
+}  // namespace
+
+JobRecord& JobLifecycle::Submit(v1::JobSpec spec, v1::BatchPlan batch) {
+  const std::string id = "job-" + std::to_string(next_job_number_++);
+  JobRecord& record = jobs_[id];
+  record.log = std::make_shared<EventLog>(id);
+  record.job.set_id(id);
+  record.job.set_attempt(1);
+  record.job.set_steps_total(TotalSteps(spec, batch));
+  *record.job.mutable_spec() = std::move(spec);
+  *record.job.mutable_batch() = std::move(batch);
+  *record.job.mutable_submitted_at() = Now();
+  order_.push_back(id);
+  queue_.push_back(id);
+  SetState(&record, v1::JOB_STATE_QUEUED,
+           "waiting for " + std::to_string(record.job.batch().devices()) + " free device slot(s)");
+  return record;
+}
+
+JobRecord& JobLifecycle::Restore(JobStore::StoredJob stored) {
+  const std::string id = stored.job.id();
+  JobRecord& record = jobs_[id];
+  record.job = std::move(stored.job);
+  const v1::JobState state = record.job.state();
+  // What each rank's trainer had sent, so a resent event is known as such.
+  for (const v1::JobEvent& event : stored.events) reports_->NoteStored(id, event);
+  record.last_sequence = stored.events.empty() ? 0 : stored.events.back().sequence();
+  record.log = std::make_shared<EventLog>(id);
+  record.log->Restore(std::move(stored.events), IsTerminal(state));
+  order_.push_back(id);
+  if (IsTerminal(state)) finished_.push_back(id);
+  if (state == v1::JOB_STATE_QUEUED) queue_.push_back(id);
+  next_job_number_ = std::max<int64_t>(next_job_number_, JobNumber(id) + 1);
+  metrics_->Recovered(state);
+  return record;
+}
+
+JobRecord* JobLifecycle::Find(const std::string& job_id) {
+  auto it = jobs_.find(job_id);
+  return it == jobs_.end() ? nullptr : &it->second;
+}
+
+const JobRecord* JobLifecycle::Find(const std::string& job_id) const {
+  auto it = jobs_.find(job_id);
+  return it == jobs_.end() ? nullptr : &it->second;
+}
+
+std::vector<v1::Job> JobLifecycle::List() const {
+  std::vector<v1::Job> out;
+  out.reserve(order_.size());
+  for (const std::string& id : order_) out.push_back(jobs_.at(id).job);
+  return out;
+}
+
+StatusOr<v1::Job> JobLifecycle::Cancel(const std::string& job_id, const std::string& reason) {
+  JobRecord* record = Find(job_id);
+  if (record == nullptr) return Status::NotFound("no job \"" + job_id + "\"");
+  const v1::JobState state = record->job.state();
+  const std::string why = reason.empty() ? "cancelled by request" : reason;
+  if (IsTerminal(state)) {
+    return Status::FailedPrecondition("job " + job_id + " already ended " + StateLabel(state));
+  }
+  if (state == v1::JOB_STATE_QUEUED) {
+    queue_.erase(std::remove(queue_.begin(), queue_.end(), job_id), queue_.end());
+    SetState(record, v1::JOB_STATE_CANCELLED, why);
+  } else if (state != v1::JOB_STATE_CANCELLING) {
+    SetState(record, v1::JOB_STATE_CANCELLING, why);
+    SendCancel(*record, why);
+  }
+  return record->job;
+}
+
+StatusOr<v1::Job> JobLifecycle::Resume(const std::string& job_id) {
+  JobRecord* record = Find(job_id);
+  if (record == nullptr) return Status::NotFound("no job \"" + job_id + "\"");
+  v1::Job& job = record->job;
+  if (job.state() != v1::JOB_STATE_CANCELLED && job.state() != v1::JOB_STATE_FAILED) {
+    return Status::FailedPrecondition("job " + job_id + " is " + StateLabel(job.state()) +
+                                      ": only a cancelled or failed job can be resumed");
+  }
+  finished_.erase(std::remove(finished_.begin(), finished_.end(), job_id), finished_.end());
+  RecordAttempt(&job, StateLabel(job.state()) + ": " + job.reason(), job.finished_at());
+  NextAttempt(&job);
+  job.clear_finished_at();
+  queue_.push_back(job_id);
+  SetState(record, v1::JOB_STATE_QUEUED,
+           "resumed by request: attempt " + std::to_string(job.attempt()) + " resumes " +
+               ResumesFrom(job));
+  return job;
+}
+
+void JobLifecycle::RecordAttempt(v1::Job* job, const std::string& reason,
+                                 const google::protobuf::Timestamp& ended_at) {
+  v1::Attempt* ended = job->add_attempts();
+  ended->set_number(job->attempt());
+  *ended->mutable_ended_at() = ended_at;
+  ended->set_reason(reason);
+  ended->set_last_step(job->steps_done());
+}
+
+void JobLifecycle::NextAttempt(v1::Job* job) {
+  job->set_attempt(job->attempt() + 1);
+  // Until its plan says where it resumes (see EventIngest).
+  job->set_steps_done(0);
+  job->clear_worker_id();
+}
+
+void JobLifecycle::SetState(JobRecord* record, v1::JobState state, const std::string& reason) {
+  v1::Job& job = record->job;
+  const v1::JobState from = job.state();
+  job.set_state(state);
+  job.set_reason(reason);
+  const bool terminal = IsTerminal(state);
+  if (terminal) {
+    finished_.push_back(job.id());
+    *job.mutable_finished_at() = Now();
+    reports_->DropPending(job.id());
+    spdlog::info("job {} {}{}{}", job.id(), StateLabel(state), reason.empty() ? "" : ": ", reason);
+  }
+  metrics_->StateChanged(job, from, state);
+  recorder_->Append(record, StateEvent(state, reason, job.worker_id()), terminal);
+}
+
+void JobLifecycle::EndEarly(JobRecord* record, v1::JobState state, const std::string& reason,
+                            bool permanent) {
+  v1::Job& job = record->job;
+  if (IsTerminal(job.state()) || job.state() == v1::JOB_STATE_RESTARTING) return;
+  const bool cancelling = job.state() == v1::JOB_STATE_CANCELLING;
+  // The other ranks cannot finish without this one.
+  SendCancel(*record, "another rank of the job ended: " + reason);
+  reports_->DropPending(job.id());
+  const int32_t restarts_used = job.attempt() - 1;
+  if (!cancelling && state == v1::JOB_STATE_FAILED && !permanent &&
+      restarts_used < job.spec().max_restarts()) {
+    RecordAttempt(&job, reason, Now());
+    metrics_->Restarted();
+    SetState(record, v1::JOB_STATE_RESTARTING,
+             "attempt " + std::to_string(job.attempt()) + " failed (" + reason + "); restart " +
+                 std::to_string(restarts_used + 1) + " of " +
+                 std::to_string(job.spec().max_restarts()));
+    return;
+  }
+  SetState(record, cancelling ? v1::JOB_STATE_CANCELLED : state,
+           cancelling ? job.reason() : reason);
+}
+
+void JobLifecycle::RequeueIfStopped(JobRecord* record) {
+  v1::Job& job = record->job;
+  if (job.state() != v1::JOB_STATE_RESTARTING || !record->slots.empty()) return;
+  NextAttempt(&job);
+  SetState(record, v1::JOB_STATE_QUEUED,
+           "attempt " + std::to_string(job.attempt()) + " waits for devices; it resumes " +
+               ResumesFrom(job));
+  // Ahead of jobs submitted after it: it was running.
+  queue_.insert(queue_.begin(), job.id());
+}
+
+void JobLifecycle::LeaveWorker(JobRecord* record, const std::string& worker_id) {
+  workers_->LeaveJob(worker_id, record->job.id());
+  record->slots.erase(worker_id);
+  record->fences.erase(worker_id);
+  if (record->slots.empty() && record->rendezvous_port != 0) {
+    workers_->ReleasePort(record->rendezvous_worker, record->rendezvous_port);
+    record->rendezvous_port = 0;
+  }
+}
+
+void JobLifecycle::LoseRanks(JobRecord* record, const std::string& worker_id,
+                             const std::string& reason) {
+  LeaveWorker(record, worker_id);
+  EndEarly(record, v1::JOB_STATE_FAILED, reason, /*permanent=*/false);
+  RequeueIfStopped(record);
+}
+
+void JobLifecycle::SendCancel(const JobRecord& record, const std::string& reason) {
+  for (const auto& [worker_id, slots] : record.slots) {
+    workers_->SendCancel(worker_id, record.job.id(), reason);
+  }
+}
+
+void JobLifecycle::RankStatus(const std::string& worker_id, const v1::AssignmentStatus& status) {
+  // A stale rank of the job (one it had stopped) ended: the job may be
+  // placed on this worker again, once this status has been read as the
+  // old attempt's (below, it changes nothing).
+  if (WorkerRegistry::Worker* worker = workers_->Find(worker_id);
+      worker != nullptr && IsTerminal(status.state())) {
+    worker->draining.erase(status.job_id());
+  }
+  JobRecord* record = Find(status.job_id());
+  if (record != nullptr && status.attempt() > 0 && status.attempt() != record->job.attempt()) {
+    StaleRankStatus(record, worker_id, status);
+    return;
+  }
+  // A rank not (or no longer) placed here changes nothing else.
+  if (record == nullptr || record->slots.count(worker_id) == 0) return;
+  const v1::JobState current = record->job.state();
+  if (status.state() == v1::JOB_STATE_RUNNING) {
+    if (current == v1::JOB_STATE_STARTING) {
+      *record->job.mutable_started_at() = Now();
+      SetState(record, v1::JOB_STATE_RUNNING, "");
+    }
+    return;
+  }
+  if (!IsTerminal(status.state())) return;
+  LeaveWorker(record, worker_id);
+  if (current == v1::JOB_STATE_RESTARTING) {
+    // A rank of the failed attempt stopped, whatever it says.
+    RequeueIfStopped(record);
+  } else if (status.state() != v1::JOB_STATE_SUCCEEDED) {
+    // A cancel request keeps its own reason when the ranks stopped for it.
+    const bool cancelled =
+        current == v1::JOB_STATE_CANCELLING && status.state() == v1::JOB_STATE_CANCELLED;
+    EndEarly(record, status.state(), cancelled ? record->job.reason() : status.reason(),
+             status.permanent());
+    RequeueIfStopped(record);
+  } else if (record->slots.empty() && !IsTerminal(record->job.state())) {
+    // Every rank finished (even if a cancel arrived too late to matter).
+    SetState(record, v1::JOB_STATE_SUCCEEDED, "");
+  }
+}
+
+void JobLifecycle::StaleRankStatus(JobRecord* record, const std::string& worker_id,
+                                   const v1::AssignmentStatus& status) {
+  if (!IsTerminal(status.state())) return;
+  v1::JobEvent ended;
+  ended.set_attempt(status.attempt());
+  ended.set_stale(true);
+  ended.mutable_log()->set_level(v1::LogMessage::LEVEL_INFO);
+  ended.mutable_log()->set_text("attempt " + std::to_string(status.attempt()) + " on worker " +
+                                worker_id + " ended " + StateLabel(status.state()) +
+                                (status.reason().empty() ? "" : ": " + status.reason()));
+  recorder_->Append(record, std::move(ended), /*closes=*/false);
+  // Its ranks there held the job's slots (a fence): they are free now.
+  if (record->slots.count(worker_id) > 0) {
+    LeaveWorker(record, worker_id);
+    RequeueIfStopped(record);
+  }
+}
+
+bool JobLifecycle::ReleaseExpiredFences(std::chrono::steady_clock::time_point now) {
+  bool released = false;
+  for (auto& [job_id, record] : jobs_) {
+    std::vector<std::string> expired;
+    for (const auto& [worker_id, until] : record.fences) {
+      if (until <= now) expired.push_back(worker_id);
+    }
+    for (const std::string& worker_id : expired) {
+      spdlog::info("job {}: the ranks on lost worker {} are past their lease; their slots are free",
+                   job_id, worker_id);
+      LeaveWorker(&record, worker_id);
+      RequeueIfStopped(&record);
+      released = true;
+    }
+  }
+  return released;
+}
+
+void JobLifecycle::Prune() {
+  if (keep_finished_ <= 0 || static_cast<int64_t>(finished_.size()) <= keep_finished_) return;
+  EventRecorder::Batch batch(recorder_);
+  // Candidates: all but the newest keep_finished_.
+  int64_t older = static_cast<int64_t>(finished_.size()) - keep_finished_;
+  for (auto it = finished_.begin(); it != finished_.end() && older-- > 0;) {
+    auto job = jobs_.find(*it);
+    // A job whose ranks are still stopping holds their slots: it stays until
+    // they report (or are lost), or its slots would stay held for ever.
+    if (job != jobs_.end() && !job->second.slots.empty()) {
+      ++it;
+      continue;
+    }
+    const std::string id = *it;
+    it = finished_.erase(it);
+    if (job == jobs_.end()) continue;
+    metrics_->Pruned(job->second.job.state());
+    jobs_.erase(job);  // a watcher still streaming holds the log itself
+    order_.erase(std::remove(order_.begin(), order_.end(), id), order_.end());
+    reports_->Forget(id);
+    recorder_->Delete(id);
+  }
+}
+
+}  // namespace accumulus::server

@@ -1,0 +1,108 @@
+// The jobs and the rules that move them between states: attempts (each one's
+// number is the fence its worker, trainers and checkpoint lineage carry),
+// restarts, cancellation, the ranks a job holds on workers and the fences
+// that keep a lost worker's ranks' slots held until they may no longer run,
+// the FIFO queue of waiting jobs and the retention of finished ones.
+//
+// It records every change through the EventRecorder and never schedules:
+// the JobManager runs the Scheduler after the calls that may free slots or
+// queue jobs. Not thread-safe: the JobManager holds its mutex around every
+// call (the member is GUARDED_BY it, which the compiler checks).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "accumulus/v1/controller.pb.h"
+#include "accumulus/v1/worker.pb.h"
+#include "common/status.h"
+#include "server/event_recorder.h"
+#include "server/job_metrics.h"
+#include "server/job_record.h"
+#include "server/job_store.h"
+#include "server/rank_reports.h"
+#include "server/worker_registry.h"
+
+namespace accumulus::server {
+
+class JobLifecycle {
+ public:
+  JobLifecycle(WorkerRegistry* workers, RankReports* reports, EventRecorder* recorder,
+               JobMetrics* metrics)
+      : workers_(workers), reports_(reports), recorder_(recorder), metrics_(metrics) {}
+
+  // A new job (attempt 1) with the next id, queued.
+  JobRecord& Submit(v1::JobSpec spec, v1::BatchPlan batch);
+  // A job read back from the store; a queued one queues again. The caller
+  // waits for the workers of a placed one.
+  JobRecord& Restore(JobStore::StoredJob stored);
+
+  JobRecord* Find(const std::string& job_id);
+  const JobRecord* Find(const std::string& job_id) const;
+  std::map<std::string, JobRecord>& jobs() { return jobs_; }
+  // In submission order.
+  std::vector<v1::Job> List() const;
+  // QUEUED jobs, FIFO (the Scheduler takes from it).
+  std::vector<std::string>& queue() { return queue_; }
+
+  // See JobManager::Cancel and Resume.
+  StatusOr<v1::Job> Cancel(const std::string& job_id, const std::string& reason);
+  StatusOr<v1::Job> Resume(const std::string& job_id);
+
+  void SetState(JobRecord* record, v1::JobState state, const std::string& reason);
+  // A rank of the job ended badly: the attempt is over and its other ranks
+  // are stopped. The job restarts (RESTARTING, then queued again once its
+  // ranks have stopped) when the failure is not permanent and restarts are
+  // left; otherwise it fails (or, while cancelling, is cancelled).
+  void EndEarly(JobRecord* record, v1::JobState state, const std::string& reason, bool permanent);
+  // Queues a RESTARTING job again, ahead of the others, once none of its
+  // ranks holds a slot.
+  void RequeueIfStopped(JobRecord* record);
+  // The ranks of `record` on `worker_id` ended (reported or lost): frees
+  // their slots and fence, and the rendezvous port once no rank is left.
+  void LeaveWorker(JobRecord* record, const std::string& worker_id);
+  // The ranks of `record` on `worker_id` are gone: the attempt ends.
+  void LoseRanks(JobRecord* record, const std::string& worker_id, const std::string& reason);
+  // Asks every worker with ranks of the job to stop them.
+  void SendCancel(const JobRecord& record, const std::string& reason);
+
+  // A rank reported its state (the worker's AssignmentStatus).
+  void RankStatus(const std::string& worker_id, const v1::AssignmentStatus& status);
+  // Ends the fences whose time has come; whether any did.
+  bool ReleaseExpiredFences(std::chrono::steady_clock::time_point now);
+
+  // How many finished jobs (and their events) to keep; 0: all.
+  void set_keep_finished(int64_t keep) { keep_finished_ = keep; }
+  // Deletes the oldest finished jobs beyond the retention, except those
+  // whose ranks are still stopping (they hold slots until they report).
+  void Prune();
+
+ private:
+  // A superseded attempt's rank ended: said in the stream (as stale), and
+  // the slots it held as a fence are freed.
+  void StaleRankStatus(JobRecord* record, const std::string& worker_id,
+                       const v1::AssignmentStatus& status);
+  // Adds the current attempt to the job's history.
+  static void RecordAttempt(v1::Job* job, const std::string& reason,
+                            const google::protobuf::Timestamp& ended_at);
+  // The next attempt's number; its progress starts unknown.
+  static void NextAttempt(v1::Job* job);
+
+  WorkerRegistry* const workers_;
+  RankReports* const reports_;
+  EventRecorder* const recorder_;
+  JobMetrics* const metrics_;
+
+  std::map<std::string, JobRecord> jobs_;
+  std::vector<std::string> order_;  // submission order
+  std::vector<std::string> queue_;
+  std::deque<std::string> finished_;  // oldest first
+  int64_t next_job_number_ = 1;
+  int64_t keep_finished_ = 0;
+};
+
+}  // namespace accumulus::server

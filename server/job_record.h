@@ -1,0 +1,38 @@
+// What the controller holds of one job besides its protobuf: where its ranks
+// run, its event log and how far its numbering got. Plain data, owned by the
+// JobLifecycle; every part of the job manager reads and changes it under the
+// job manager's mutex.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "accumulus/v1/controller.pb.h"
+#include "server/event_log.h"
+
+namespace accumulus::server {
+
+struct JobRecord {
+  v1::Job job;
+  // Shared with the watch streams reading it: a stream outlives a pruned job.
+  std::shared_ptr<EventLog> log;
+  // Device slots held, by worker; a worker leaves the map when it reports
+  // its ranks ended (or is lost).
+  std::map<std::string, std::vector<int>> slots;
+  // The rendezvous port taken on rank 0's worker (0: none).
+  int rendezvous_port = 0;
+  std::string rendezvous_worker;
+  // Workers lost with ranks of the job on them, and until when those ranks
+  // may still run (time_point::max(): until the worker reports them ended).
+  // Their entries in `slots` stay until then: a fence.
+  std::map<std::string, std::chrono::steady_clock::time_point> fences;
+  // The sequence number of the job's newest event (numbered as appended;
+  // the log shows it once durable).
+  int64_t last_sequence = 0;
+};
+
+}  // namespace accumulus::server
