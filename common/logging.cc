@@ -1,5 +1,6 @@
 #include "common/logging.h"
 
+#include <spdlog/async.h>
 #include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/stdout_sinks.h>
 
@@ -50,8 +51,16 @@ Status SetUpLogging(const std::string& component, const LoggingOptions& options)
     return Status::InvalidArgument("--log-level \"" + options.level +
                                    "\" is not one of trace, debug, info, warn, error, off");
   }
-  auto logger = std::make_shared<spdlog::logger>(component,
-                                                 std::make_shared<spdlog::sinks::stderr_sink_mt>());
+  auto sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
+  std::shared_ptr<spdlog::logger> logger;
+  if (options.asynchronous) {
+    constexpr size_t kQueuedLines = 8192;
+    spdlog::init_thread_pool(kQueuedLines, 1);
+    logger = std::make_shared<spdlog::async_logger>(
+        component, std::move(sink), spdlog::thread_pool(), spdlog::async_overflow_policy::block);
+  } else {
+    logger = std::make_shared<spdlog::logger>(component, std::move(sink));
+  }
   if (options.format == "json") {
     auto formatter = std::make_unique<spdlog::pattern_formatter>(spdlog::pattern_time_type::utc);
     formatter->add_flag<JsonEscapedMessage>('j').set_pattern(
@@ -67,6 +76,21 @@ Status SetUpLogging(const std::string& component, const LoggingOptions& options)
   logger->flush_on(spdlog::level::info);
   spdlog::set_default_logger(logger);
   return Status::Ok();
+}
+
+void StopLogging() {
+  std::shared_ptr<spdlog::logger> current = spdlog::default_logger();
+  // Synchronous from now on, to the same sinks (which keep the format), so
+  // that what still logs (destructors) is written rather than lost.
+  auto synchronous = std::make_shared<spdlog::logger>(current->name(), current->sinks().begin(),
+                                                      current->sinks().end());
+  synchronous->set_level(current->level());
+  synchronous->flush_on(spdlog::level::info);
+  spdlog::set_default_logger(std::move(synchronous));
+  current.reset();
+  // The pool writes out what is queued (each queued line holds its logger)
+  // before its thread stops.
+  spdlog::details::registry::instance().set_tp(nullptr);
 }
 
 }  // namespace accumulus

@@ -49,8 +49,6 @@ JobRecord& JobLifecycle::Restore(JobStore::StoredJob stored) {
   JobRecord& record = jobs_[id];
   record.job = std::move(stored.job);
   const v1::JobState state = record.job.state();
-  // What each rank's trainer had sent, so a resent event is known as such.
-  for (const v1::JobEvent& event : stored.events) reports_->NoteStored(id, event);
   record.last_sequence = stored.events.empty() ? 0 : stored.events.back().sequence();
   record.log = std::make_shared<EventLog>(id);
   record.log->Restore(std::move(stored.events), IsTerminal(state));

@@ -38,7 +38,8 @@ class JobLifecycle {
   // A new job (attempt 1) with the next id, queued.
   JobRecord& Submit(v1::JobSpec spec, v1::BatchPlan batch);
   // A job read back from the store; a queued one queues again. The caller
-  // waits for the workers of a placed one.
+  // waits for the workers of a placed one, and tells RankReports what its
+  // events were.
   JobRecord& Restore(JobStore::StoredJob stored);
 
   JobRecord* Find(const std::string& job_id);

@@ -75,7 +75,14 @@ Status JobManager::Recover(std::chrono::milliseconds worker_grace) {
   StatusOr<std::vector<JobStore::StoredJob>> stored = store_->Load();
   if (!stored.ok()) return stored.status();
   const size_t count = stored->size();
+  // What each rank's trainer had sent, so that a resent event is known as
+  // such: read from all the stored events here, outside the lock.
+  RankReports received;
+  for (const JobStore::StoredJob& s : *stored) {
+    for (const v1::JobEvent& event : s.events) received.NoteStored(s.job.id(), event);
+  }
   MutexLock lock(&mutex_);
+  reports_ = std::move(received);  // before any worker connects: nothing is pending
   const auto deadline = std::chrono::steady_clock::now() + worker_grace;
   for (JobStore::StoredJob& s : *stored) {
     JobRecord& record = jobs_.Restore(std::move(s));

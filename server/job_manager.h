@@ -74,7 +74,8 @@ class JobManager {
 
   // Rebuilds the jobs and their event logs from the store (a controller
   // restart). Queued jobs queue again; placed ones wait for their workers to
-  // reconnect and report them, for up to `worker_grace` (Expire()).
+  // reconnect and report them, for up to `worker_grace` (Expire()). Called
+  // once, on an empty JobManager, before the services start.
   Status Recover(std::chrono::milliseconds worker_grace) EXCLUDES(mutex_);
   // Ranks on workers that did not come back within the grace are lost (the
   // job restarts or fails). Called periodically.

@@ -50,6 +50,7 @@ int main(int argc, char** argv) {
   app.add_option("--log-format", logging.format, "text or json")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
+  logging.asynchronous = true;  // the job manager logs under its lock
   if (auto s = accumulus::SetUpLogging("controller", logging); !s.ok()) {
     std::cerr << s.message() << "\n";
     return 2;
@@ -69,6 +70,7 @@ int main(int argc, char** argv) {
   auto controller = accumulus::server::Controller::Start(options);
   if (!controller.ok()) {
     spdlog::error("{}", controller.status().message());
+    accumulus::StopLogging();
     return 1;
   }
   // One machine-readable line for whoever started us (tests, `accumulus up`).
@@ -81,5 +83,6 @@ int main(int argc, char** argv) {
   const int signal = accumulus::WaitForTerminationSignal();
   spdlog::info("signal {}: shutting down", signal);
   (*controller)->Shutdown(std::chrono::seconds(5));
+  accumulus::StopLogging();
   return 0;
 }
