@@ -126,14 +126,15 @@ class Cluster:
         self.dir = tempfile.mkdtemp(prefix="accumulus-bench-")
         self.controller = subprocess.Popen(
             [os.path.join(bin_dir, "accumulus-controller"), "--listen", "127.0.0.1:0",
-             "--metrics-port", "-1", "--data-dir", self.dir],
+             "--metrics-port", "-1", "--data-dir", self.dir,
+             "--insecure"],  # the bench measures training, not the transport
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         port = re.search(r"grpc_port=(\d+)", self.controller.stdout.readline()).group(1)
         self.address = "127.0.0.1:" + port
         self.worker = subprocess.Popen(
             [os.path.join(bin_dir, "accumulus-worker"), "--controller", self.address,
              "--work-dir", os.path.join(self.dir, "worker"), "--cpu-slots", "1",
-             "--advertise-address", "127.0.0.1"],
+             "--advertise-address", "127.0.0.1", "--insecure"],
             stderr=subprocess.DEVNULL)
 
     def run_job(self, model, micro, windows):
@@ -146,7 +147,8 @@ class Cluster:
             f.write("global_batch: %d\nmicro_batch: %d\nepochs: 1\nseed: 1\n"
                     "optimizer: {kind: sgd, lr: 0.01, momentum: 0.9}\n" % (GLOBAL, micro))
         watch = subprocess.Popen([os.path.join(self.bin_dir, "accumulus"), "--controller",
-                                  self.address, "-o", "json", "submit", spec, "--watch"],
+                                  self.address, "--insecure", "-o", "json", "submit", spec,
+                                  "--watch"],
                                  stdout=subprocess.PIPE, text=True)
         times, window_seconds, split, cpu, latencies = [], [], None, [], []
         watch.stdout.readline()  # the submitted job

@@ -31,10 +31,12 @@ def free_port():
         return s.getsockname()[1]
 
 
-def start_controller(bin_dir, port, data_dir, log):
+def start_controller(bin_dir, port, data_dir, certs, log):
+    # TLS, as a cluster runs by default: re-registering includes the handshake.
     p = subprocess.Popen(
         [f"{bin_dir}/accumulus-controller", "--listen", f"127.0.0.1:{port}", "--metrics-port",
-         "-1", "--data-dir", data_dir],
+         "-1", "--data-dir", data_dir, "--tls-cert", f"{certs}/controller.pem", "--tls-key",
+         f"{certs}/controller-key.pem", "--worker-ca", f"{certs}/ca.pem"],
         stdout=subprocess.PIPE, stderr=log, text=True)
     line = p.stdout.readline()
     if "ready" not in line:
@@ -42,17 +44,18 @@ def start_controller(bin_dir, port, data_dir, log):
     return p
 
 
-def registered(bin_dir, port):
-    r = subprocess.run([f"{bin_dir}/accumulus", "--controller", f"127.0.0.1:{port}", "-o", "json",
-                        "workers"], capture_output=True, text=True)
+def registered(bin_dir, port, certs):
+    r = subprocess.run([f"{bin_dir}/accumulus", "--controller", f"127.0.0.1:{port}", "--ca-file",
+                        f"{certs}/ca.pem", "-o", "json", "workers"],
+                       capture_output=True, text=True)
     if r.returncode != 0 or not r.stdout.strip():
         return 0
     return len(json.loads(r.stdout.splitlines()[0]).get("workers", []))
 
 
-def wait_for(bin_dir, port, count, timeout=60):
+def wait_for(bin_dir, port, certs, count, timeout=60):
     start = time.monotonic()
-    while registered(bin_dir, port) < count:
+    while registered(bin_dir, port, certs) < count:
         if time.monotonic() - start > timeout:
             raise RuntimeError("workers did not register")
         time.sleep(0.02)
@@ -69,22 +72,26 @@ def main():
     root = tempfile.mkdtemp(prefix="accumulus-reregister-")
     log = open(os.path.join(root, "processes.log"), "w")
     port = free_port()
-    controller = start_controller(bin_dir, port, f"{root}/controller", log)
+    certs = f"{root}/tls"
+    subprocess.run([f"{bin_dir}/accumulus-make-dev-certs", certs], check=True, stdout=log)
+    controller = start_controller(bin_dir, port, f"{root}/controller", certs, log)
     workers = [subprocess.Popen(
         [f"{bin_dir}/accumulus-worker", "--controller", f"127.0.0.1:{port}", "--worker-id",
-         f"w{i}", "--work-dir", f"{root}/w{i}", "--cpu-slots", "1"], stderr=log)
+         f"w{i}", "--work-dir", f"{root}/w{i}", "--cpu-slots", "1", "--tls-ca",
+         f"{certs}/ca.pem", "--tls-cert", f"{certs}/worker.pem", "--tls-key",
+         f"{certs}/worker-key.pem"], stderr=log)
         for i in range(args.workers)]
     rows = []
     try:
-        wait_for(bin_dir, port, args.workers)
+        wait_for(bin_dir, port, certs, args.workers)
         for outage in OUTAGES:
             times = []
             for _ in range(args.rounds):
                 controller.send_signal(signal.SIGKILL)
                 controller.wait()
                 time.sleep(outage)  # the outage being measured
-                controller = start_controller(bin_dir, port, f"{root}/controller", log)
-                times.append(wait_for(bin_dir, port, args.workers))
+                controller = start_controller(bin_dir, port, f"{root}/controller", certs, log)
+                times.append(wait_for(bin_dir, port, certs, args.workers))
             rows.append((outage, statistics.median(times), max(times)))
     finally:
         for w in workers:

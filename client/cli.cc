@@ -19,6 +19,7 @@ namespace {
 
 struct GlobalFlags {
   std::string controller;
+  ClientTls tls;
   std::string output = "text";
   double timeout_seconds = 15;
 };
@@ -28,9 +29,9 @@ int Fail(const Status& status) {
   return 1;
 }
 
-ControllerClient Connect(const GlobalFlags& flags) {
-  return ControllerClient(
-      flags.controller,
+StatusOr<ControllerClient> Connect(const GlobalFlags& flags) {
+  return ControllerClient::Connect(
+      flags.controller, flags.tls,
       std::chrono::milliseconds(static_cast<int64_t>(flags.timeout_seconds * 1000)));
 }
 
@@ -91,7 +92,9 @@ int Submit(const GlobalFlags& flags, const std::string& path, bool watch) {
     std::cerr << "error: " << spec.status().message() << "\n";
     return 2;
   }
-  ControllerClient client = Connect(flags);
+  StatusOr<ControllerClient> connected = Connect(flags);
+  if (!connected.ok()) return Fail(connected.status());
+  ControllerClient& client = *connected;
   StatusOr<v1::Job> job = client.Submit(*spec);
   if (!job.ok()) return Fail(job.status());
   if (Json(flags)) {
@@ -134,6 +137,8 @@ int Up(const LocalClusterOptions& options) {
             << ", metrics http://" << options.listen_host << ":" << (*cluster)->metrics_port()
             << "/metrics\n"
             << "  logs: " << (*cluster)->controller_log() << ", " << (*cluster)->worker_log()
+            << (options.insecure ? "\n  plaintext (--insecure)"
+                                 : "\n  TLS: export ACCUMULUS_CA_FILE=" + (*cluster)->ca_file())
             << "\n  submit a job: accumulus submit examples/jobs/mlp-accumulate.yaml --watch"
             << "\n  Ctrl-C stops the controller, the worker and its jobs.\n"
             << std::flush;
@@ -154,6 +159,15 @@ int RunCli(int argc, char** argv) {
   app.require_subcommand(1);
   app.add_option("--controller", flags.controller,
                  "controller address (default: $ACCUMULUS_CONTROLLER or 127.0.0.1:7600)");
+  app.add_option("--ca-file", flags.tls.ca,
+                 "the CA of the controller's certificate (default: the system's roots)")
+      ->envname("ACCUMULUS_CA_FILE");
+  app.add_option("--tls-server-name", flags.tls.server_name,
+                 "the name to check the controller's certificate against (default: the host of "
+                 "--controller)");
+  app.add_flag("--insecure", flags.tls.insecure,
+               "plaintext, no TLS (for a controller started with --insecure)")
+      ->envname("ACCUMULUS_INSECURE");
   app.add_option("-o,--output", flags.output, "text or json")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
@@ -194,6 +208,8 @@ int RunCli(int argc, char** argv) {
   up->add_option("--metrics-port", up_options.metrics_port)->capture_default_str();
   up->add_option("--cpu-slots", up_options.cpu_slots, "CPU ranks the worker runs at once")
       ->capture_default_str();
+  up->add_flag("--insecure", up_options.insecure,
+               "plaintext instead of TLS with development certificates (DATA_DIR/tls)");
 
   try {
     app.parse(argc, argv);
@@ -205,7 +221,9 @@ int RunCli(int argc, char** argv) {
   if (*submit) return Submit(flags, path, watch);
   if (*plan) return Plan(path, sweep);
   if (*up) return Up(up_options);
-  ControllerClient client = Connect(flags);
+  StatusOr<ControllerClient> connected = Connect(flags);
+  if (!connected.ok()) return Fail(connected.status());
+  ControllerClient& client = *connected;
   if (*watch_cmd) return Watch(client, flags, job_id);
   if (*get) {
     StatusOr<v1::Job> job = client.Get(job_id);

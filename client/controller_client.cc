@@ -4,12 +4,21 @@
 
 namespace accumulus::client {
 
-ControllerClient::ControllerClient(const std::string& address,
-                                   std::chrono::milliseconds connect_timeout)
-    : address_(address),
+StatusOr<ControllerClient> ControllerClient::Connect(const std::string& address,
+                                                     const ClientTls& tls,
+                                                     std::chrono::milliseconds connect_timeout) {
+  StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials = MakeChannelCredentials(tls);
+  if (!credentials.ok()) return credentials.status();
+  return ControllerClient(
+      address, connect_timeout,
+      grpc::CreateCustomChannel(address, *credentials, TlsChannelArguments(tls)));
+}
+
+ControllerClient::ControllerClient(std::string address, std::chrono::milliseconds connect_timeout,
+                                   std::shared_ptr<grpc::Channel> channel)
+    : address_(std::move(address)),
       connect_timeout_(connect_timeout),
-      stub_(v1::Controller::NewStub(
-          grpc::CreateChannel(address, grpc::InsecureChannelCredentials()))) {}
+      stub_(v1::Controller::NewStub(std::move(channel))) {}
 
 void ControllerClient::Prepare(grpc::ClientContext* context) const {
   context->set_wait_for_ready(true);
@@ -24,8 +33,10 @@ StatusOr<Response> Result(const grpc::Status& status, Response response,
   if (status.ok()) return response;
   if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
       status.error_code() == grpc::StatusCode::UNAVAILABLE) {
-    return Status::Unavailable("controller " + address + " is not reachable (" +
-                               status.error_message() + "); is it running? (accumulus up)");
+    return Status::Unavailable(
+        "controller " + address + " is not reachable (" + status.error_message() +
+        "): is it running (accumulus up), and does --ca-file hold the CA of its certificate "
+        "(--insecure for a controller that serves plaintext)?");
   }
   return FromGrpcStatus(status);
 }

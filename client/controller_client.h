@@ -10,6 +10,7 @@
 
 #include "accumulus/v1/controller.grpc.pb.h"
 #include "common/status.h"
+#include "common/tls.h"
 
 namespace accumulus::client {
 
@@ -17,8 +18,10 @@ class ControllerClient {
  public:
   // `connect_timeout`: how long a call waits for the controller to become
   // reachable (calls wait for it, so a CLI started alongside a controller
-  // needs no retry loop).
-  ControllerClient(const std::string& address, std::chrono::milliseconds connect_timeout);
+  // needs no retry loop). INVALID_ARGUMENT for TLS files that cannot be
+  // used, naming the flag and the file.
+  static StatusOr<ControllerClient> Connect(const std::string& address, const ClientTls& tls,
+                                            std::chrono::milliseconds connect_timeout);
 
   StatusOr<v1::Job> Submit(const v1::JobSpec& spec);
   StatusOr<v1::Job> Get(const std::string& job_id);
@@ -32,10 +35,12 @@ class ControllerClient {
                const std::function<void(const v1::JobEvent&)>& on_event);
 
  private:
+  ControllerClient(std::string address, std::chrono::milliseconds connect_timeout,
+                   std::shared_ptr<grpc::Channel> channel);
   void Prepare(grpc::ClientContext* context) const;
 
-  const std::string address_;
-  const std::chrono::milliseconds connect_timeout_;
+  std::string address_;
+  std::chrono::milliseconds connect_timeout_;
   std::unique_ptr<v1::Controller::Stub> stub_;
 };
 

@@ -4,10 +4,31 @@
 
 #include <filesystem>
 #include <regex>
+#include <vector>
 
 #include "common/paths.h"
 
 namespace accumulus::client {
+namespace {
+
+// The development CA and certificates in `dir` (deploy/tls/make-dev-certs.sh,
+// installed beside the binaries; it keeps what is already there).
+Status MakeDevCertificates(const std::filesystem::path& dir, const std::string& log_path) {
+  SpawnOptions options;
+  options.argv = {SiblingExecutable("accumulus-make-dev-certs"), dir.string()};
+  options.log_path = log_path;
+  auto script = Subprocess::Spawn(options);
+  if (!script.ok()) return script.status();
+  const Subprocess::ExitInfo exit = (*script)->Wait();
+  if (!exit.success) {
+    return Status::FailedPrecondition("cannot make the development certificates in " +
+                                      dir.string() + " (" + exit.description + "); see " +
+                                      log_path + ", or run with --insecure");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
 
 StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(const LocalClusterOptions& options) {
   std::error_code error;
@@ -21,6 +42,19 @@ StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(const LocalClusterOp
   cluster->host_ = options.listen_host;
   cluster->controller_log_ = (dir / "controller.log").string();
   cluster->worker_log_ = (dir / "worker.log").string();
+  const std::filesystem::path tls = dir / "tls";
+  std::vector<std::string> controller_tls{"--insecure"};
+  std::vector<std::string> worker_tls{"--insecure"};
+  if (!options.insecure) {
+    if (Status s = MakeDevCertificates(tls, (dir / "tls.log").string()); !s.ok()) return s;
+    cluster->ca_file_ = (tls / "ca.pem").string();
+    controller_tls = {"--tls-cert",  (tls / "controller.pem").string(),
+                      "--tls-key",   (tls / "controller-key.pem").string(),
+                      "--worker-ca", cluster->ca_file_};
+    worker_tls = {"--tls-ca",   cluster->ca_file_,
+                  "--tls-cert", (tls / "worker.pem").string(),
+                  "--tls-key",  (tls / "worker-key.pem").string()};
+  }
 
   SpawnOptions controller;
   controller.argv = {SiblingExecutable("accumulus-controller"),
@@ -32,6 +66,7 @@ StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(const LocalClusterOp
                      std::to_string(options.metrics_port),
                      "--data-dir",
                      (dir / "controller").string()};
+  controller.argv.insert(controller.argv.end(), controller_tls.begin(), controller_tls.end());
   controller.capture_stdout = true;
   controller.log_path = cluster->controller_log_;
   auto c = Subprocess::Spawn(controller);
@@ -62,6 +97,7 @@ StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(const LocalClusterOp
                  std::to_string(options.cpu_slots),
                  "--advertise-address",
                  options.listen_host};
+  worker.argv.insert(worker.argv.end(), worker_tls.begin(), worker_tls.end());
   worker.log_path = cluster->worker_log_;
   auto w = Subprocess::Spawn(worker);
   if (!w.ok()) return w.status();

@@ -16,6 +16,9 @@ struct LocalClusterOptions {
   int grpc_port = 7600;     // 0: any free port
   int metrics_port = 7601;  // 0: any free port
   int cpu_slots = 1;
+  // Plaintext instead of TLS (by default the cluster uses development
+  // certificates made under data_dir/tls: ca_file()).
+  bool insecure = false;
 };
 
 class LocalCluster {
@@ -31,6 +34,8 @@ class LocalCluster {
   int metrics_port() const { return metrics_port_; }
   const std::string& controller_log() const { return controller_log_; }
   const std::string& worker_log() const { return worker_log_; }
+  // The CA a client needs to trust the controller ("" when insecure).
+  const std::string& ca_file() const { return ca_file_; }
 
  private:
   LocalCluster() = default;
@@ -40,6 +45,7 @@ class LocalCluster {
   int metrics_port_ = 0;
   std::string controller_log_;
   std::string worker_log_;
+  std::string ca_file_;
   std::unique_ptr<Subprocess> controller_;
   std::unique_ptr<Subprocess> worker_;
 };

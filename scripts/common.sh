@@ -7,7 +7,8 @@ BUILD_DIR="${ACCUMULUS_BUILD_DIR:-$ROOT/build}"
 
 # Build tools, the libraries of PLATFORM.md, gloo's headers (the torch wheel
 # ships ProcessGroupGloo.hpp, which includes them, but not them; gloo's code
-# is inside libtorch), Prometheus (promtool checks our /metrics in the tests)
+# is inside libtorch), Prometheus (promtool checks our /metrics in the tests),
+# openssl (development certificates: deploy/tls/make-dev-certs.sh),
 # Python's venv (LibTorch comes from PyPI's torch, below) and clang with its
 # sanitizer runtimes (the thread-safety and sanitizer builds of the tests).
 PACKAGES=(
@@ -16,7 +17,7 @@ PACKAGES=(
   libgloo-dev
   libspdlog-dev libcpp-httplib-dev libsqlite3-dev libcli11-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  prometheus python3-venv
+  prometheus python3-venv openssl
   clang libclang-rt-14-dev
 )
 
@@ -117,8 +118,8 @@ checked_build() {
   ln -sf "$BUILD_DIR/bin/accumulus-trainer" "$dir/bin/accumulus-trainer"
 }
 
-# The end-to-end tests of the control plane's faults.
-E2E_UNDER_SANITIZERS='ControlPlane*:ControllerRestart*:MultiWorkerTest*:ClusterTest*:RestartTest.AFrozen*:RestartTest.AJobOnAKilledWorker*'
+# The end-to-end tests of the control plane's faults, and of TLS.
+E2E_UNDER_SANITIZERS='ControlPlane*:ControllerRestart*:MultiWorkerTest*:ClusterTest*:RestartTest.AFrozen*:RestartTest.AJobOnAKilledWorker*:Tls*'
 
 # Runs a checked build's unit tests, then the end-to-end subset with the
 # binaries in BIN_DIR (ACCUMULUS_BINARY_DIR):  run_checked DIR BIN_DIR

@@ -10,6 +10,11 @@ BIN="$BUILD_DIR/bin"
 DATA_DIR="${ACCUMULUS_DATA_DIR:-$ROOT/accumulus-data}"
 JOB="${1:-$ROOT/examples/jobs/mlp-accumulate.yaml}"
 
+# TLS with development certificates; made here first (`up` keeps them) so
+# the CLI below can trust the controller from its first call.
+"$BIN/accumulus-make-dev-certs" "$DATA_DIR/tls" > /dev/null
+export ACCUMULUS_CA_FILE="$DATA_DIR/tls/ca.pem"
+
 "$BIN/accumulus" up --data-dir "$DATA_DIR" &
 UP_PID=$!
 trap 'kill -INT $UP_PID 2>/dev/null; wait $UP_PID 2>/dev/null || true' EXIT

@@ -23,6 +23,9 @@ BINARIES=(accumulus accumulus-controller accumulus-worker accumulus-trainer
 for b in "${BINARIES[@]}"; do
   strip --strip-unneeded -o "$BUNDLE/bin/$b" "$BUILD_DIR/bin/$b"
 done
+# The whole-job test's certificates, made here: that machine may have no
+# openssl (tests/support/test_cluster.h: ACCUMULUS_TEST_CERTS).
+"$BUILD_DIR/bin/accumulus-make-dev-certs" "$BUNDLE/certs" > /dev/null
 
 # Every library the binaries load, but those of glibc and the compiler's
 # runtime (the machine's own are newer or the same ABI) and those that come

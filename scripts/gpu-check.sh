@@ -63,6 +63,7 @@ if [ -n "$missing" ] || [ "${ACCUMULUS_GPU_BUILD_THERE:-0}" = 1 ]; then
   log "built here in $(($(date +%s) - start)) s"
 fi
 export ACCUMULUS_BINARY_DIR="$BIN"
+export ACCUMULUS_TEST_CERTS="$BUNDLE/certs"
 [ -x "$BIN/accumulus-trainer" ] &&
   log "probe: $("$BIN/accumulus-trainer" --probe-devices 2>&1 | head -4 | paste -sd';')"
 

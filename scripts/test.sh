@@ -30,6 +30,7 @@ mkdir -p "$TSAN_E2E"
 ln -sf "$ROOT/build-tsan/bin/accumulus-worker" "$TSAN_E2E/accumulus-worker"
 ln -sf "$BUILD_DIR/bin/accumulus-controller" "$TSAN_E2E/accumulus-controller"
 ln -sf "$BUILD_DIR/bin/accumulus" "$TSAN_E2E/accumulus"
+ln -sf "$BUILD_DIR/bin/accumulus-make-dev-certs" "$TSAN_E2E/accumulus-make-dev-certs"
 TSAN_OPTIONS="halt_on_error=1 ignore_noninstrumented_modules=1" UNIT_FILTER="-WatchReactorTest.*" \
   run_checked "$ROOT/build-tsan" "$TSAN_E2E"
 checked_build "$ROOT/build-asan" "-fsanitize=address,undefined -fno-sanitize-recover=undefined"

@@ -1,12 +1,44 @@
 #include "server/controller.h"
 
+#include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <spdlog/spdlog.h>
 
 #include "common/mutex.h"
 
 namespace accumulus::server {
+namespace {
+
+// Every method but the health service's on the health port: UNIMPLEMENTED.
+// (It also gives that server the callback machinery that the default health
+// service needs to be served at all.)
+class HealthOnly final : public grpc::CallbackGenericService {
+  grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext*) override {
+    class Refusal final : public grpc::ServerGenericBidiReactor {
+     public:
+      Refusal() {
+        Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
+                            "this port serves the gRPC health service only"));
+      }
+      void OnDone() override { delete this; }
+    };
+    return new Refusal();
+  }
+};
+
+}  // namespace
 
 StatusOr<std::unique_ptr<Controller>> Controller::Start(const ControllerOptions& options) {
+  // First: a typo in a certificate path costs nothing.
+  StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+      MakeServerCredentials(options.tls);
+  if (!credentials.ok()) return credentials.status();
+  if (options.tls.insecure) {
+    spdlog::warn(
+        "--insecure: serving plaintext gRPC on {}; anyone who reaches it can read the "
+        "traffic and register as a worker",
+        options.listen_address);
+  }
   std::unique_ptr<Controller> c(new Controller());
   c->metrics_ = std::make_unique<ControllerMetrics>(&c->registry_);
   if (!options.state_db.empty()) {
@@ -29,12 +61,12 @@ StatusOr<std::unique_ptr<Controller>> Controller::Start(const ControllerOptions&
   c->controller_service_ = std::make_unique<ControllerService>(c->jobs_.get(), c->metrics_.get());
   c->worker_link_service_ = std::make_unique<WorkerLinkService>(
       c->jobs_.get(), options.heartbeat_interval_ms,
-      options.lost_worker_ms > 0 ? options.lost_worker_ms : 3 * options.heartbeat_interval_ms);
+      options.lost_worker_ms > 0 ? options.lost_worker_ms : 3 * options.heartbeat_interval_ms,
+      /*require_client_certificate=*/!options.tls.insecure);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.listen_address, grpc::InsecureServerCredentials(),
-                           &c->grpc_port_);
+  builder.AddListeningPort(options.listen_address, *credentials, &c->grpc_port_);
   builder.RegisterService(c->controller_service_.get());
   builder.RegisterService(c->worker_link_service_.get());
   // Dead workers are noticed even when their TCP connection hangs silently.
@@ -46,6 +78,21 @@ StatusOr<std::unique_ptr<Controller>> Controller::Start(const ControllerOptions&
   c->server_ = builder.BuildAndStart();
   if (!c->server_ || c->grpc_port_ == 0) {
     return Status::Unavailable("cannot listen for gRPC on " + options.listen_address);
+  }
+  if (!options.health_listen_address.empty()) {
+    // Its own server, so that nothing but the health service is plaintext;
+    // it says what the main server's says.
+    grpc::ServerBuilder health;
+    health.AddListeningPort(options.health_listen_address, grpc::InsecureServerCredentials(),
+                            &c->health_port_);
+    c->health_only_ = std::make_unique<HealthOnly>();
+    health.RegisterCallbackGenericService(c->health_only_.get());
+    c->health_server_ = health.BuildAndStart();
+    if (!c->health_server_ || c->health_port_ == 0) {
+      return Status::Unavailable("cannot listen for gRPC health checks on " +
+                                 options.health_listen_address);
+    }
+    c->health_server_->GetHealthCheckService()->SetServingStatus(true);
   }
   c->server_->GetHealthCheckService()->SetServingStatus(true);
 
@@ -78,8 +125,13 @@ void Controller::Shutdown(std::chrono::milliseconds deadline) {
   if (shut_down_) return;
   shut_down_ = true;
   server_->GetHealthCheckService()->SetServingStatus(false);
+  if (health_server_) health_server_->GetHealthCheckService()->SetServingStatus(false);
   server_->Shutdown(std::chrono::system_clock::now() + deadline);
   server_->Wait();
+  if (health_server_) {
+    health_server_->Shutdown(std::chrono::system_clock::now());
+    health_server_->Wait();
+  }
   exporter_.reset();
   {
     MutexLock lock(&housekeeper_mutex_);

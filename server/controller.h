@@ -2,6 +2,7 @@
 // and the /metrics endpoint around one JobManager.
 #pragma once
 
+#include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
@@ -15,6 +16,7 @@
 #include "common/metrics/registry.h"
 #include "common/mutex.h"
 #include "common/status.h"
+#include "common/tls.h"
 #include "server/controller_metrics.h"
 #include "server/controller_service.h"
 #include "server/job_manager.h"
@@ -27,6 +29,11 @@ namespace accumulus::server {
 struct ControllerOptions {
   // gRPC listen address; port 0 picks a free port (see grpc_port()).
   std::string listen_address = "0.0.0.0:7600";
+  // TLS on that port (mutual on the worker link), or plaintext if insecure.
+  ServerTls tls;
+  // A plaintext port that serves the standard gRPC health service alone (for
+  // probes that cannot speak TLS: Kubernetes' gRPC probes); empty: none.
+  std::string health_listen_address;
   // /metrics listen host and port; port 0 picks a free one, -1 disables.
   std::string metrics_host = "0.0.0.0";
   int metrics_port = 7601;
@@ -52,6 +59,7 @@ class Controller {
   ~Controller();
 
   int grpc_port() const { return grpc_port_; }
+  int health_port() const { return health_port_; }  // 0: none
   int metrics_port() const { return exporter_ ? exporter_->port() : -1; }
 
  private:
@@ -67,8 +75,12 @@ class Controller {
   std::unique_ptr<ControllerService> controller_service_;
   std::unique_ptr<WorkerLinkService> worker_link_service_;
   std::unique_ptr<grpc::Server> server_;
+  // Null without a health port; its other methods: UNIMPLEMENTED.
+  std::unique_ptr<grpc::CallbackGenericService> health_only_;
+  std::unique_ptr<grpc::Server> health_server_;
   std::unique_ptr<metrics::HttpExporter> exporter_;
   int grpc_port_ = 0;
+  int health_port_ = 0;
   bool shut_down_ = false;
   // Every 100 ms until Shutdown: closes silent workers' links and calls
   // JobManager::Expire.

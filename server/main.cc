@@ -18,6 +18,19 @@ int main(int argc, char** argv) {
       "accumulus-controller: accepts gradient-accumulation jobs and places them on workers"};
   app.add_option("--listen", options.listen_address, "gRPC listen address (port 0: any free port)")
       ->capture_default_str();
+  app.add_option("--tls-cert", options.tls.cert, "the controller's certificate chain (PEM)")
+      ->envname("ACCUMULUS_TLS_CERT");
+  app.add_option("--tls-key", options.tls.key, "the private key of --tls-cert (PEM)")
+      ->envname("ACCUMULUS_TLS_KEY");
+  app.add_option("--worker-ca", options.tls.worker_ca,
+                 "the CA whose client certificates identify workers (PEM): the worker link "
+                 "accepts only those")
+      ->envname("ACCUMULUS_WORKER_CA");
+  app.add_flag("--insecure", options.tls.insecure,
+               "serve plaintext gRPC: no TLS, and any peer may register as a worker");
+  app.add_option("--health-listen", options.health_listen_address,
+                 "a plaintext address that serves only the gRPC health service (for probes that "
+                 "cannot speak TLS; default: none)");
   app.add_option("--metrics-host", options.metrics_host, "host for the /metrics HTTP endpoint")
       ->capture_default_str();
   app.add_option("--metrics-port", options.metrics_port,
@@ -74,8 +87,9 @@ int main(int argc, char** argv) {
     return 1;
   }
   // One machine-readable line for whoever started us (tests, `accumulus up`).
-  std::printf("accumulus-controller ready grpc_port=%d metrics_port=%d\n",
-              (*controller)->grpc_port(), (*controller)->metrics_port());
+  std::printf("accumulus-controller ready grpc_port=%d metrics_port=%d health_port=%d\n",
+              (*controller)->grpc_port(), (*controller)->metrics_port(),
+              (*controller)->health_port());
   std::fflush(stdout);
   spdlog::info("serving gRPC on port {}, /metrics on port {}", (*controller)->grpc_port(),
                (*controller)->metrics_port());

@@ -12,9 +12,17 @@
 #include <vector>
 
 #include "common/mutex.h"
+#include "common/tls.h"
 
 namespace accumulus::server {
 namespace {
+
+// A link refused before its first message: it ends with `status`.
+class RefusedLink final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1::ControllerMessage> {
+ public:
+  explicit RefusedLink(const grpc::Status& status) { Finish(status); }
+  void OnDone() override { delete this; }
+};
 
 int64_t SteadyMicros() {
   return std::chrono::duration_cast<std::chrono::microseconds>(
@@ -250,6 +258,16 @@ class LinkReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1::
 
 grpc::ServerBidiReactor<v1::WorkerMessage, v1::ControllerMessage>* WorkerLinkService::Connect(
     grpc::CallbackServerContext* context) {
+  if (require_client_certificate_ && !PeerHasVerifiedCertificate(*context)) {
+    spdlog::warn("refused a worker link from {}: it presented no client certificate",
+                 context->peer());
+    return new RefusedLink(grpc::Status(
+        grpc::StatusCode::UNAUTHENTICATED,
+        "the worker link needs a client certificate signed by the cluster's worker CA (the "
+        "controller's --worker-ca; the worker's --tls-cert and --tls-key)"));
+  }
+  spdlog::debug("worker link from {} (certificate \"{}\")", context->peer(),
+                PeerCertificateName(*context));
   return new LinkReactor(this, context);
 }
 

@@ -34,8 +34,15 @@ class LinkReactor;
 
 class WorkerLinkService final : public v1::WorkerLink::CallbackService {
  public:
-  WorkerLinkService(JobManager* jobs, int heartbeat_interval_ms, int lost_after_ms)
-      : jobs_(jobs), heartbeat_interval_ms_(heartbeat_interval_ms), lost_after_ms_(lost_after_ms) {}
+  // `require_client_certificate`: a link whose peer presented no
+  // certificate verified by the worker CA is refused (UNAUTHENTICATED); off
+  // only when the controller serves plaintext (--insecure).
+  WorkerLinkService(JobManager* jobs, int heartbeat_interval_ms, int lost_after_ms,
+                    bool require_client_certificate)
+      : jobs_(jobs),
+        heartbeat_interval_ms_(heartbeat_interval_ms),
+        lost_after_ms_(lost_after_ms),
+        require_client_certificate_(require_client_certificate) {}
 
   grpc::ServerBidiReactor<v1::WorkerMessage, v1::ControllerMessage>* Connect(
       grpc::CallbackServerContext* context) override;
@@ -73,6 +80,7 @@ class WorkerLinkService final : public v1::WorkerLink::CallbackService {
   JobManager* const jobs_;
   const int heartbeat_interval_ms_;
   const int lost_after_ms_;
+  const bool require_client_certificate_;
   mutable Mutex mutex_;
   std::set<LinkReactor*> live_ GUARDED_BY(mutex_);  // each removes itself in OnDone
   std::map<std::string, LinkProgress> progress_ GUARDED_BY(mutex_);

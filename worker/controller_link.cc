@@ -32,6 +32,7 @@ ControllerLink::ControllerLink(LinkOptions options, v1::Register registration,
       on_message_(std::move(on_message)),
       epoch_(RandomEpoch()) {
   grpc::ChannelArguments args;
+  if (!options_.tls_server_name.empty()) args.SetSslTargetNameOverride(options_.tls_server_name);
   // Notice a dead controller even when no message is due.
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
@@ -39,8 +40,7 @@ ControllerLink::ControllerLink(LinkOptions options, v1::Register registration,
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
               static_cast<int>(options_.initial_backoff.count()));
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, static_cast<int>(options_.max_backoff.count()));
-  channel_ = grpc::CreateCustomChannel(options_.controller_address,
-                                       grpc::InsecureChannelCredentials(), args);
+  channel_ = grpc::CreateCustomChannel(options_.controller_address, options_.credentials, args);
   stub_ = v1::WorkerLink::NewStub(channel_);
 }
 

@@ -38,6 +38,12 @@ namespace accumulus::worker {
 
 struct LinkOptions {
   std::string controller_address;
+  // TLS with the worker's client certificate (common/tls.h), or plaintext
+  // when the worker runs --insecure. Required.
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
+  // The name the controller's certificate is checked against, when not the
+  // host of controller_address.
+  std::string tls_server_name;
   std::chrono::milliseconds initial_backoff{200};
   std::chrono::milliseconds max_backoff{2000};
   // Messages kept until acknowledged (written or not); beyond this the

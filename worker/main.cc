@@ -19,6 +19,19 @@ int main(int argc, char** argv) {
   app.add_option("--controller", options.controller_address, "controller address (host:port)")
       ->envname("ACCUMULUS_CONTROLLER")
       ->capture_default_str();
+  app.add_option("--tls-ca", options.tls.ca,
+                 "the CA that signed the controller's certificate (default: the system's roots)")
+      ->envname("ACCUMULUS_TLS_CA");
+  app.add_option("--tls-cert", options.tls.cert,
+                 "this worker's client certificate (PEM), signed by the controller's --worker-ca")
+      ->envname("ACCUMULUS_TLS_CERT");
+  app.add_option("--tls-key", options.tls.key, "the private key of --tls-cert (PEM)")
+      ->envname("ACCUMULUS_TLS_KEY");
+  app.add_option("--tls-server-name", options.tls.server_name,
+                 "the name to check the controller's certificate against (default: the host of "
+                 "--controller)");
+  app.add_flag("--insecure", options.tls.insecure,
+               "dial the controller in plaintext (it must run --insecure too)");
   app.add_option("--worker-id", options.worker_id, "stable worker identity (default: hostname)");
   app.add_option("--advertise-address", options.advertise_address,
                  "address other workers reach this one on (default: hostname)")

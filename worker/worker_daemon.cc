@@ -24,6 +24,17 @@ StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(WorkerOptions option
         " and --rendezvous-port-count " + std::to_string(options.rendezvous_port_count) +
         " must give a range of ports within 1-65535");
   }
+  StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      MakeChannelCredentials(options.tls);
+  if (!credentials.ok()) return credentials.status();
+  if (options.tls.insecure) {
+    spdlog::warn("--insecure: the link to the controller {} is plaintext",
+                 options.controller_address);
+  } else if (options.tls.cert.empty()) {
+    return Status::InvalidArgument(
+        "--tls-cert and --tls-key are required: the controller accepts workers by their client "
+        "certificate (or run both with --insecure)");
+  }
   StatusOr<std::vector<v1::Device>> devices = DiscoverDevices(options.inventory);
   if (!devices.ok()) return devices.status();
   if (devices->empty()) return Status::FailedPrecondition("this worker has no device slots");
@@ -55,6 +66,8 @@ StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(WorkerOptions option
       supervisor, [self](v1::WorkerMessage m) { self->link_->Send(std::move(m)); });
   LinkOptions link;
   link.controller_address = options.controller_address;
+  link.credentials = *credentials;
+  link.tls_server_name = options.tls.server_name;
   link.max_buffered = options.max_buffered_messages;
   link.lease = std::chrono::milliseconds(options.lease_ms);
   daemon->link_ = std::make_unique<ControllerLink>(

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "common/status.h"
+#include "common/tls.h"
 #include "worker/controller_link.h"
 #include "worker/device_inventory.h"
 #include "worker/lease_keeper.h"
@@ -15,6 +16,9 @@ namespace accumulus::worker {
 
 struct WorkerOptions {
   std::string controller_address = "127.0.0.1:7600";
+  // How the link is secured: the controller's CA, this worker's client
+  // certificate and key (mutual TLS), or plaintext (--insecure).
+  ClientTls tls;
   // Default: the hostname.
   std::string worker_id;
   // The address other workers reach this one on (default: the hostname; on

@@ -63,6 +63,8 @@ TEST(ControlPlane, ASecondControllerOnTheSameStateRefusesAndNamesTheFirst) {
                   "-1",
                   "--data-dir",
                   cluster.controller_data_dir()};
+  const std::vector<std::string> tls = ControllerTlsArgs();
+  options.argv.insert(options.argv.end(), tls.begin(), tls.end());
   options.log_path = cluster.dir() + "/second-controller.log";
   auto second = Subprocess::Spawn(options);
   ASSERT_TRUE(second.ok()) << second.status().ToString();

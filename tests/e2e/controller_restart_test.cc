@@ -122,6 +122,8 @@ TEST(ControllerRestart, AGarbledStateFileIsAClearErrorNotACrash) {
                   "-1",
                   "--data-dir",
                   temp.path()};
+  const std::vector<std::string> tls = ControllerTlsArgs();
+  options.argv.insert(options.argv.end(), tls.begin(), tls.end());
   options.log_path = temp.path() + "/controller.log";
   auto controller = Subprocess::Spawn(options);
   ASSERT_TRUE(controller.ok()) << controller.status().ToString();

@@ -31,9 +31,13 @@ TEST(Up, RunsAJobAndStopsEverythingOnInterrupt) {
 
   // The job can only succeed once the worker registered and ran it.
   SpawnOptions submit;
+  // TLS by default, with the certificates `up` made under its data dir.
+  const std::string ca = dir + "/data/tls/ca.pem";
   submit.argv = {BinaryDir() + "/accumulus",
                  "--controller",
                  address,
+                 "--ca-file",
+                 ca,
                  "submit",
                  std::string(ACCUMULUS_SOURCE_DIR) + "/examples/jobs/short-last-window.yaml",
                  "--watch"};
@@ -50,7 +54,14 @@ TEST(Up, RunsAJobAndStopsEverythingOnInterrupt) {
 
   // Nothing listens there any more.
   SpawnOptions list;
-  list.argv = {BinaryDir() + "/accumulus", "--controller", address, "--timeout", "1", "list"};
+  list.argv = {BinaryDir() + "/accumulus",
+               "--controller",
+               address,
+               "--ca-file",
+               ca,
+               "--timeout",
+               "1",
+               "list"};
   list.log_path = dir + "/list.stderr";
   auto after = Subprocess::Spawn(list);
   ASSERT_TRUE(after.ok());

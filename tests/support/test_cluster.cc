@@ -32,6 +32,37 @@ bool StoppedCleanly(const Subprocess::ExitInfo& exit) {
 
 }  // namespace
 
+const std::string& TestCertificates() {
+  static const std::string* const dir = [] {
+    const char* ready = std::getenv("ACCUMULUS_TEST_CERTS");
+    if (ready != nullptr && *ready != '\0') return new std::string(ready);
+    char pattern[] = "/tmp/accumulus-test-certs-XXXXXX";
+    if (mkdtemp(pattern) == nullptr) throw std::runtime_error("mkdtemp failed");
+    SpawnOptions options;
+    options.argv = {BinaryDir() + "/accumulus-make-dev-certs", pattern};
+    options.log_path = std::string(pattern) + "/make-dev-certs.log";
+    if (!SpawnOrThrow(options)->Wait().success) {
+      throw std::runtime_error("making test certificates failed: " + ReadFile(options.log_path));
+    }
+    return new std::string(pattern);
+  }();
+  return *dir;
+}
+
+std::vector<std::string> ControllerTlsArgs() {
+  const std::string& d = TestCertificates();
+  return {"--tls-cert",  d + "/controller.pem", "--tls-key", d + "/controller-key.pem",
+          "--worker-ca", d + "/ca.pem"};
+}
+
+std::vector<std::string> WorkerTlsArgs() {
+  const std::string& d = TestCertificates();
+  return {"--tls-ca",        d + "/ca.pem", "--tls-cert",
+          d + "/worker.pem", "--tls-key",   d + "/worker-key.pem"};
+}
+
+std::vector<std::string> CliTlsArgs() { return {"--ca-file", TestCertificates() + "/ca.pem"}; }
+
 std::string BinaryDir() {
   // The build's own directory, unless the binaries were moved (a bundle run
   // on a GPU machine: scripts/gpu-check.sh).
@@ -58,6 +89,8 @@ void TestCluster::StartController(int grpc_port) {
       // 1 s — a controller restart (well under a second here)
       // stops no trainer.
       "--heartbeat-ms", "1000", "--lost-worker-ms", "4000", "--data-dir", controller_data_dir()};
+  const std::vector<std::string> tls = ControllerTlsArgs();
+  options.argv.insert(options.argv.end(), tls.begin(), tls.end());
   options.argv.insert(options.argv.end(), controller_args_.begin(), controller_args_.end());
   options.capture_stdout = true;
   options.log_path = dir_ + "/controller.log";
@@ -123,6 +156,8 @@ std::string TestCluster::StartWorker(int cpu_slots, const std::vector<std::strin
                   std::to_string(FreeLoopbackPort()),
                   "--rendezvous-port-count",
                   "1"};
+  const std::vector<std::string> tls = WorkerTlsArgs();
+  options.argv.insert(options.argv.end(), tls.begin(), tls.end());
   // One LibTorch thread and one BLAS thread per rank unless the test says:
   // fixed, so runs are bit-reproducible and do not crowd each other.
   if (std::find(extra_args.begin(), extra_args.end(), "--intra-op-threads") == extra_args.end()) {
@@ -158,6 +193,8 @@ std::unique_ptr<Subprocess> TestCluster::StartCli(const std::vector<std::string>
   static std::atomic<int> counter{0};
   SpawnOptions options;
   options.argv = {BinaryDir() + "/accumulus", "--controller", controller_address()};
+  const std::vector<std::string> tls = CliTlsArgs();
+  options.argv.insert(options.argv.end(), tls.begin(), tls.end());
   options.argv.insert(options.argv.end(), args.begin(), args.end());
   options.capture_stdout = true;
   options.log_path = dir_ + "/cli-" + std::to_string(++counter) + ".stderr";

@@ -17,6 +17,17 @@ namespace accumulus::testing {
 // build's (set by CMake).
 std::string BinaryDir();
 
+// The development certificates (deploy/tls/make-dev-certs.sh) of every
+// cluster in this test process: $ACCUMULUS_TEST_CERTS when set (made
+// beforehand: the GPU bundle), else made once, with the script beside the
+// binaries, in a temporary directory.
+const std::string& TestCertificates();
+// The flags that give each process TLS with them: the controller's
+// certificate and worker CA, a worker's client certificate, the CLI's CA.
+std::vector<std::string> ControllerTlsArgs();
+std::vector<std::string> WorkerTlsArgs();
+std::vector<std::string> CliTlsArgs();
+
 struct CliResult {
   int exit_code = -1;
   std::vector<std::string> lines;  // stdout

@@ -143,6 +143,7 @@ class ControllerLinkTest : public ::testing::Test {
   std::unique_ptr<ControllerLink> Link(size_t max_buffered = 1000) {
     LinkOptions options;
     options.controller_address = "127.0.0.1:" + std::to_string(port_);
+    options.credentials = grpc::InsecureChannelCredentials();  // the stand-in serves plaintext
     options.initial_backoff = milliseconds(20);
     options.max_backoff = milliseconds(100);
     options.max_buffered = max_buffered;
