@@ -98,6 +98,12 @@ StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(const LocalClusterOp
                  "--advertise-address",
                  options.listen_host};
   worker.argv.insert(worker.argv.end(), worker_tls.begin(), worker_tls.end());
+  // A job reads and writes under the directory `up` runs in (where relative
+  // paths in a spec start, as before) and its data directory, nowhere else.
+  const std::string here = std::filesystem::current_path(error).string();
+  for (const char* flag : {"--data-root", "--output-root"}) {
+    worker.argv.insert(worker.argv.end(), {flag, here, flag, dir.string()});
+  }
   worker.log_path = cluster->worker_log_;
   auto w = Subprocess::Spawn(worker);
   if (!w.ok()) return w.status();

@@ -6,11 +6,11 @@
 // (JobManager::WorkerGone), by when their leases have made them stop.
 //
 // The link is acknowledged (worker/controller_link.h): once what a numbered
-// message changed is durable (JobManager::WhenDurable) it sends LinkAck with
-// the highest number up to which everything is (less a data-parallel step
-// report still waiting for the other ranks: JobManager::
-// AcknowledgeableUpTo), and the same number with each heartbeat's echo and
-// in Registered. It keeps, per worker
+// message changed is durable (JobManager::RecordMessage runs the ack then)
+// it sends LinkAck with the highest number up to which everything is (less
+// a data-parallel step report still waiting for the other ranks:
+// JobManager::AcknowledgeableUpTo), and the same number with each
+// heartbeat's echo and in Registered. It keeps, per worker
 // and across its sessions, the highest number processed in the worker's
 // link epoch: a resent status at or below it is not applied again (resent
 // events are known by their trainer's number, JobEvent.rank_sequence, which

@@ -43,6 +43,12 @@ int main(int argc, char** argv) {
                  "number of rendezvous ports")
       ->capture_default_str();
   app.add_option("--work-dir", options.work_dir, "directory for job logs")->capture_default_str();
+  app.add_option("--data-root", options.roots.data,
+                 "a directory a job may read its model, data and labels from (repeatable; "
+                 "relative paths start at the first; none: not confined)");
+  app.add_option("--output-root", options.roots.output,
+                 "a directory a job may write its output and checkpoints under (repeatable; "
+                 "relative paths start at the first; none: not confined)");
   app.add_option("--cpu-slots", options.inventory.cpu_slots,
                  "CPU ranks to run at once (0: 1 if no GPU)")
       ->capture_default_str();

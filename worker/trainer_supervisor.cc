@@ -164,12 +164,16 @@ void TrainerSupervisor::Run(std::shared_ptr<Job> job) {
   std::error_code ignored;
   std::filesystem::create_directories(dir, ignored);
 
-  std::string spawn_error;
+  // The spec's paths, confined to this worker's roots: a refusal fails the
+  // job permanently (a retry cannot fix the spec), before any rank starts.
+  StatusOr<v1::JobSpec> spec = ConfinePaths(a.spec(), options_.roots);
+  std::string spawn_error = spec.ok() ? "" : spec.status().message();
+  const bool refused = !spec.ok();
   for (int i = 0; i < a.ranks_size() && spawn_error.empty(); ++i) {
     const v1::Device device = i < a.devices_size() ? a.devices(i) : v1::Device();
     v1::TrainerTask task;
     task.set_job_id(id);
-    *task.mutable_spec() = a.spec();
+    *task.mutable_spec() = *spec;
     *task.mutable_batch() = a.batch();
     task.set_rank(a.ranks(i));
     task.set_world_size(a.world_size());
@@ -224,7 +228,7 @@ void TrainerSupervisor::Run(std::shared_ptr<Job> job) {
 
   v1::JobState final_state = v1::JOB_STATE_FAILED;
   std::string final_reason = spawn_error;
-  bool permanent = false;
+  bool permanent = refused;
   if (!spawn_error.empty()) {
     MutexLock lock(&mutex_);
     for (auto& rank : job->ranks) rank->Signal(SIGKILL);

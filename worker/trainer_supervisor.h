@@ -12,6 +12,7 @@
 
 #include "accumulus/v1/worker.pb.h"
 #include "common/mutex.h"
+#include "worker/path_roots.h"
 
 namespace accumulus::worker {
 
@@ -32,6 +33,8 @@ struct SupervisorOptions {
   int cancel_grace_ms = 10000;
   // A trainer sends step events at most one message per this interval.
   int max_event_delay_ms = 100;
+  // Where a spec's paths may lead (resolved: ResolveRoots).
+  PathRoots roots;
 };
 
 class TrainerSupervisor {

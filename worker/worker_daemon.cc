@@ -35,6 +35,15 @@ StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(WorkerOptions option
         "--tls-cert and --tls-key are required: the controller accepts workers by their client "
         "certificate (or run both with --insecure)");
   }
+  StatusOr<PathRoots> roots = ResolveRoots(options.roots);
+  if (!roots.ok()) return roots.status();
+  if (roots->data.empty()) {
+    spdlog::warn("no --data-root: a job may read any file this worker can (model, data, labels)");
+  }
+  if (roots->output.empty()) {
+    spdlog::warn(
+        "no --output-root: a job may write wherever this worker can (output, checkpoints)");
+  }
   StatusOr<std::vector<v1::Device>> devices = DiscoverDevices(options.inventory);
   if (!devices.ok()) return devices.status();
   if (devices->empty()) return Status::FailedPrecondition("this worker has no device slots");
@@ -57,6 +66,7 @@ StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(WorkerOptions option
   supervisor.blas_threads = options.blas_threads;
   supervisor.cancel_grace_ms = options.cancel_grace_ms;
   supervisor.max_event_delay_ms = options.max_event_delay_ms;
+  supervisor.roots = *std::move(roots);
 
   // The supervisor reports through the link, the link assigns through the
   // supervisor: build the supervisor first, and let it reach the link only

@@ -10,6 +10,7 @@
 #include "worker/controller_link.h"
 #include "worker/device_inventory.h"
 #include "worker/lease_keeper.h"
+#include "worker/path_roots.h"
 #include "worker/trainer_supervisor.h"
 
 namespace accumulus::worker {
@@ -28,6 +29,9 @@ struct WorkerOptions {
   int rendezvous_port_first = 29500;
   int rendezvous_port_count = 100;
   std::string work_dir = "/tmp/accumulus-worker";
+  // Where the specs' paths may lead (worker/path_roots.h); none of a kind:
+  // not confined.
+  PathRoots roots;
   InventoryOptions inventory;
   // Per-rank defaults for specs that do not set threads (both 0: each rank
   // measures its split; see common/rank_threads.h).

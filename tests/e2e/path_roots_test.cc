@@ -1,0 +1,65 @@
+// A worker confined to its roots, end to end: a job whose output would land
+// outside them fails at once and for good, naming the field and the path,
+// and writes nothing; a job inside them trains and writes where its relative
+// path leads.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "accumulus/v1/controller.pb.h"
+#include "tests/support/proto_json.h"
+#include "tests/support/test_cluster.h"
+
+namespace accumulus::testing {
+namespace {
+
+std::string Job(const std::string& output) {
+  return R"(
+model: {kind: mlp, hidden: [8]}
+data: {samples: 32, features: 8, outputs: 3}
+micro_batch: 4
+accumulation_steps: 2
+epochs: 1
+optimizer: {kind: sgd, lr: 0.1}
+threads: {intra_op: 1, blas: 1}
+max_restarts: 2
+output: )" +
+         output + "\n";
+}
+
+// Submits, waits for the end, returns the job as it ended.
+v1::Job RunToTheEnd(const TestCluster& cluster, const std::string& name, const std::string& yaml) {
+  const CliResult submitted =
+      cluster.Cli({"-o", "json", "submit", cluster.WriteSpec(name, yaml), "--watch"});
+  EXPECT_FALSE(submitted.lines.empty()) << submitted.stderr_text;
+  const std::string id =
+      submitted.lines.empty() ? "" : FromJson<v1::Job>(submitted.lines.front()).id();
+  const CliResult got = cluster.Cli({"-o", "json", "get", id});
+  return got.lines.empty() ? v1::Job() : FromJson<v1::Job>(got.lines.front());
+}
+
+TEST(PathRoots, AnOutputOutsideTheWorkersRootsFailsTheJobOnceNamingFieldAndPath) {
+  TestCluster cluster;
+  const std::string data = cluster.dir() + "/data", out = cluster.dir() + "/out";
+  std::filesystem::create_directories(data);
+  std::filesystem::create_directories(out);
+  cluster.StartWorker(1, {"--data-root", data, "--output-root", out});
+
+  const v1::Job escaped = RunToTheEnd(cluster, "escape.yaml", Job("../escaped.pt"));
+  EXPECT_EQ(escaped.state(), v1::JOB_STATE_FAILED);
+  EXPECT_NE(escaped.reason().find("output \"../escaped.pt\" resolves to " +
+                                  std::filesystem::canonical(cluster.dir()).string() +
+                                  "/escaped.pt, outside this worker's --output-root"),
+            std::string::npos)
+      << escaped.reason();
+  EXPECT_EQ(escaped.attempt(), 1) << "refused for good: no restart";
+  EXPECT_FALSE(std::filesystem::exists(cluster.dir() + "/escaped.pt"));
+
+  const v1::Job inside = RunToTheEnd(cluster, "inside.yaml", Job("model.pt"));
+  EXPECT_EQ(inside.state(), v1::JOB_STATE_SUCCEEDED) << inside.reason();
+  EXPECT_TRUE(std::filesystem::exists(out + "/model.pt"));
+}
+
+}  // namespace
+}  // namespace accumulus::testing
