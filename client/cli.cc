@@ -152,6 +152,7 @@ int Up(const LocalClusterOptions& options) {
 
 int RunCli(int argc, char** argv) {
   GlobalFlags flags;
+  flags.tls.ca_flag = "--ca-file";
   const char* env_controller = std::getenv("ACCUMULUS_CONTROLLER");
   flags.controller = env_controller ? env_controller : "127.0.0.1:7600";
 

@@ -52,7 +52,7 @@ StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials(const
   if (tls.insecure) return grpc::InsecureChannelCredentials();
   grpc::SslCredentialsOptions options;
   if (!tls.ca.empty()) {
-    StatusOr<std::string> ca = ReadPem("--tls-ca", tls.ca, "CERTIFICATE");
+    StatusOr<std::string> ca = ReadPem(tls.ca_flag, tls.ca, "CERTIFICATE");
     if (!ca.ok()) return ca.status();
     options.pem_root_certs = *ca;
   }

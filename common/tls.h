@@ -27,8 +27,9 @@ struct ServerTls {
 struct ClientTls {
   bool insecure = false;
   // The CA that signed the controller's certificate (empty: the system's
-  // roots).
+  // roots), and the flag that gave it, for errors.
   std::string ca;
+  std::string ca_flag = "--tls-ca";
   // A client certificate and its key (a worker's), or neither.
   std::string cert;
   std::string key;

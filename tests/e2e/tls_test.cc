@@ -111,7 +111,7 @@ TEST(Tls, ClientsAreServedOnlyOverTlsWithTheControllersCa) {
 
   const CliResult missing = ListWith(cluster, {"--ca-file", other.path() + "/absent.pem"});
   EXPECT_EQ(missing.exit_code, 1);
-  EXPECT_NE(missing.stderr_text.find("--tls-ca " + other.path() + "/absent.pem: cannot be read"),
+  EXPECT_NE(missing.stderr_text.find("--ca-file " + other.path() + "/absent.pem: cannot be read"),
             std::string::npos)
       << missing.stderr_text;
 }
