@@ -112,12 +112,13 @@ void JobManager::Expire() {
   jobs_.Prune();
   EventRecorder::Batch recording(&recorder_);
   const auto now = std::chrono::steady_clock::now();
-  jobs_.ReleaseExpiredFences(now);
-  LoseAwaitedWorkers(now);
-  scheduler_.Schedule();
+  const bool released = jobs_.ReleaseExpiredFences(now);
+  // Every 100 ms: the queue is looked at again only when slots were freed.
+  if (LoseAwaitedWorkers(now) || released) scheduler_.Schedule();
 }
 
-void JobManager::LoseAwaitedWorkers(std::chrono::steady_clock::time_point now) {
+bool JobManager::LoseAwaitedWorkers(std::chrono::steady_clock::time_point now) {
+  bool lost = false;
   for (auto it = awaited_workers_.begin(); it != awaited_workers_.end();) {
     if (now < it->second) {
       ++it;
@@ -129,8 +130,10 @@ void JobManager::LoseAwaitedWorkers(std::chrono::steady_clock::time_point now) {
       if (IsTerminal(record.job.state()) || record.slots.count(worker_id) == 0) continue;
       jobs_.LoseRanks(&record, worker_id,
                       "worker " + worker_id + " did not reconnect after the controller restarted");
+      lost = true;
     }
   }
+  return lost;
 }
 
 uint64_t JobManager::WorkerConnected(const v1::Register& registration, WorkerSender sender) {

@@ -143,8 +143,8 @@ class JobManager {
   void SettleFences(const std::string& worker_id, WorkerRegistry::Worker* worker,
                     const std::set<std::string>& still_running) REQUIRES(mutex_);
   // Workers that recovered jobs had ranks on and that did not come back in
-  // time: those ranks are lost.
-  void LoseAwaitedWorkers(std::chrono::steady_clock::time_point now) REQUIRES(mutex_);
+  // time: those ranks are lost. Whether any were.
+  bool LoseAwaitedWorkers(std::chrono::steady_clock::time_point now) REQUIRES(mutex_);
 
   JobStore* const store_;
   JobMetrics metrics_;  // thread-safe: it only updates metric families

@@ -41,31 +41,10 @@ optimizer: {kind: sgd, lr: 0.1}
 threads: {intra_op: 1, blas: 1}
 )";
 
-std::string Submit(const TestCluster& cluster, const std::string& name, const std::string& yaml) {
-  CliResult r = cluster.Cli({"-o", "json", "submit", cluster.WriteSpec(name, yaml)});
-  EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
-  return r.lines.empty() ? "" : FromJson<v1::Job>(r.lines[0]).id();
-}
-
-v1::Job GetJob(const TestCluster& cluster, const std::string& id) {
-  CliResult r = cluster.Cli({"-o", "json", "get", id});
-  EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
-  return r.lines.empty() ? v1::Job() : FromJson<v1::Job>(r.lines[0]);
-}
-
 TEST(ControlPlane, ASecondControllerOnTheSameStateRefusesAndNamesTheFirst) {
   TestCluster cluster;
-  SpawnOptions options;
-  options.argv = {BinaryDir() + "/accumulus-controller",
-                  "--listen",
-                  "127.0.0.1:0",
-                  "--metrics-port",
-                  "-1",
-                  "--data-dir",
-                  cluster.controller_data_dir()};
-  const std::vector<std::string> tls = ControllerTlsArgs();
-  options.argv.insert(options.argv.end(), tls.begin(), tls.end());
-  options.log_path = cluster.dir() + "/second-controller.log";
+  const SpawnOptions options = StandaloneController(
+      cluster.controller_data_dir(), cluster.dir() + "/second-controller.log", ControllerTlsArgs());
   auto second = Subprocess::Spawn(options);
   ASSERT_TRUE(second.ok()) << second.status().ToString();
   const Subprocess::ExitInfo exit = (*second)->Wait();
@@ -89,7 +68,7 @@ TEST(ControlPlane, ASecondControllerOnTheSameStateRefusesAndNamesTheFirst) {
 TEST(ControlPlane, RetentionNeverDropsAJobWhoseRanksStillHoldSlots) {
   TestCluster cluster({"--keep-finished-jobs", "1"});
   const std::vector<std::string> workers{cluster.StartWorker(1), cluster.StartWorker(1)};
-  const std::string gang = Submit(cluster, "gang.yaml", R"(
+  const std::string gang = SubmitJob(cluster, "gang.yaml", R"(
 model: {kind: mlp, hidden: [16]}
 data: {samples: 100000, features: 8, outputs: 3}
 micro_batch: 4
@@ -152,7 +131,7 @@ threads: {intra_op: 1, blas: 1}
 // is made impossible: a regular file stands where it should be.
 void ExpectUnwritableCheckpointFailsOnce(const TestCluster& cluster, const std::string& dir,
                                          const std::string& os_error) {
-  const std::string id = Submit(cluster, "unwritable.yaml", R"(
+  const std::string id = SubmitJob(cluster, "unwritable.yaml", R"(
 model: {kind: mlp, hidden: [8]}
 data: {samples: 64, features: 8, outputs: 3}
 micro_batch: 4

@@ -114,17 +114,8 @@ TEST(ControllerRestart, AWorkerSaysHowManyMessagesOfAJobItDropped) {
 TEST(ControllerRestart, AGarbledStateFileIsAClearErrorNotACrash) {
   const TempDir temp;
   std::ofstream(temp.path() + "/state.db") << std::string(4096, 'x');
-  SpawnOptions options;
-  options.argv = {BinaryDir() + "/accumulus-controller",
-                  "--listen",
-                  "127.0.0.1:0",
-                  "--metrics-port",
-                  "-1",
-                  "--data-dir",
-                  temp.path()};
-  const std::vector<std::string> tls = ControllerTlsArgs();
-  options.argv.insert(options.argv.end(), tls.begin(), tls.end());
-  options.log_path = temp.path() + "/controller.log";
+  const SpawnOptions options =
+      StandaloneController(temp.path(), temp.path() + "/controller.log", ControllerTlsArgs());
   auto controller = Subprocess::Spawn(options);
   ASSERT_TRUE(controller.ok()) << controller.status().ToString();
   const Subprocess::ExitInfo exit = (*controller)->Wait();

@@ -8,7 +8,6 @@
 #include <string>
 
 #include "accumulus/v1/controller.pb.h"
-#include "tests/support/proto_json.h"
 #include "tests/support/test_cluster.h"
 
 namespace accumulus::testing {
@@ -30,13 +29,9 @@ output: )" +
 
 // Submits, waits for the end, returns the job as it ended.
 v1::Job RunToTheEnd(const TestCluster& cluster, const std::string& name, const std::string& yaml) {
-  const CliResult submitted =
-      cluster.Cli({"-o", "json", "submit", cluster.WriteSpec(name, yaml), "--watch"});
-  EXPECT_FALSE(submitted.lines.empty()) << submitted.stderr_text;
-  const std::string id =
-      submitted.lines.empty() ? "" : FromJson<v1::Job>(submitted.lines.front()).id();
-  const CliResult got = cluster.Cli({"-o", "json", "get", id});
-  return got.lines.empty() ? v1::Job() : FromJson<v1::Job>(got.lines.front());
+  const std::string id = SubmitJob(cluster, name, yaml);
+  cluster.Cli({"watch", id});  // exits when the job ends, whichever way
+  return GetJob(cluster, id);
 }
 
 TEST(PathRoots, AnOutputOutsideTheWorkersRootsFailsTheJobOnceNamingFieldAndPath) {

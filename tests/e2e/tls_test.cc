@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -165,32 +166,37 @@ TEST(Tls, TheWorkerLinkTakesOnlyWorkersWithAClientCertificateOfTheWorkerCa) {
       << ReadFile(options.log_path);
 }
 
+// A standalone controller with `args`, in `dir`, once it is ready; *address
+// is the loopback address of its port `port` ("grpc_port", "health_port")
+// as its ready line says. Null if it did not start (a test failure).
+std::unique_ptr<Subprocess> StartController(const std::string& dir,
+                                            const std::vector<std::string>& args,
+                                            const std::string& port, std::string* address) {
+  SpawnOptions options = StandaloneController(dir, dir + "/controller.log", args);
+  options.capture_stdout = true;
+  auto controller = Subprocess::Spawn(options);
+  std::string ready;
+  if (!controller.ok() || !(*controller)->ReadLine(&ready)) {
+    ADD_FAILURE() << "the controller did not start: " << ReadFile(options.log_path);
+    return nullptr;
+  }
+  const size_t at = ready.find(port + "=");
+  EXPECT_NE(at, std::string::npos) << ready;
+  const std::string value = ready.substr(at + port.size() + 1);
+  *address = "127.0.0.1:" + value.substr(0, value.find(' '));
+  return std::move(*controller);
+}
+
 // Kubernetes' gRPC probes speak no TLS: a separate plaintext port serves the
 // health service and nothing else.
 TEST(Tls, TheHealthPortIsPlaintextAndServesOnlyHealth) {
   const TempDir temp;
-  SpawnOptions options;
-  options.argv = {BinaryDir() + "/accumulus-controller",
-                  "--listen",
-                  "127.0.0.1:0",
-                  "--metrics-port",
-                  "-1",
-                  "--data-dir",
-                  temp.path(),
-                  "--health-listen",
-                  "127.0.0.1:0"};
-  const std::vector<std::string> tls = ControllerTlsArgs();
-  options.argv.insert(options.argv.end(), tls.begin(), tls.end());
-  options.capture_stdout = true;
-  options.log_path = temp.path() + "/controller.log";
-  auto controller = Subprocess::Spawn(options);
-  ASSERT_TRUE(controller.ok());
-  std::string ready;
-  ASSERT_TRUE((*controller)->ReadLine(&ready)) << ReadFile(options.log_path);
-  const size_t at = ready.find("health_port=");
-  ASSERT_NE(at, std::string::npos) << ready;
-  const auto channel =
-      grpc::CreateChannel("127.0.0.1:" + ready.substr(at + 12), grpc::InsecureChannelCredentials());
+  std::vector<std::string> args = ControllerTlsArgs();
+  args.insert(args.end(), {"--health-listen", "127.0.0.1:0"});
+  std::string health_address;
+  const auto controller = StartController(temp.path(), args, "health_port", &health_address);
+  ASSERT_NE(controller, nullptr);
+  const auto channel = grpc::CreateChannel(health_address, grpc::InsecureChannelCredentials());
   std::string response;
   // HealthCheckRequest{} → HealthCheckResponse{status: SERVING (1)}.
   const grpc::Status health = CallRaw(channel, "/grpc.health.v1.Health/Check", "", &response);
@@ -199,29 +205,15 @@ TEST(Tls, TheHealthPortIsPlaintextAndServesOnlyHealth) {
   response.clear();
   EXPECT_EQ(CallRaw(channel, "/accumulus.v1.Controller/ListJobs", "", &response).error_code(),
             grpc::StatusCode::UNIMPLEMENTED);
-  (*controller)->Signal(SIGTERM);
-  EXPECT_TRUE((*controller)->Wait().success);
+  controller->Signal(SIGTERM);
+  EXPECT_TRUE(controller->Wait().success);
 }
 
 TEST(Tls, PlaintextOnlyWhenAskedForAndSaidSoAtStart) {
   const TempDir temp;
-  SpawnOptions options;
-  options.argv = {BinaryDir() + "/accumulus-controller",
-                  "--listen",
-                  "127.0.0.1:0",
-                  "--metrics-port",
-                  "-1",
-                  "--data-dir",
-                  temp.path(),
-                  "--insecure"};
-  options.capture_stdout = true;
-  options.log_path = temp.path() + "/controller.log";
-  auto controller = Subprocess::Spawn(options);
-  ASSERT_TRUE(controller.ok());
-  std::string ready;
-  ASSERT_TRUE((*controller)->ReadLine(&ready)) << ReadFile(options.log_path);
-  const std::string port = ready.substr(ready.find("grpc_port=") + 10);
-  const std::string address = "127.0.0.1:" + port.substr(0, port.find(' '));
+  std::string address;
+  const auto controller = StartController(temp.path(), {"--insecure"}, "grpc_port", &address);
+  ASSERT_NE(controller, nullptr);
 
   for (const auto& [tls, expected] : std::vector<std::pair<std::string, int>>{
            {"--insecure", 0}, {"--ca-file=" + TestCertificates() + "/ca.pem", 1}}) {
@@ -233,16 +225,13 @@ TEST(Tls, PlaintextOnlyWhenAskedForAndSaidSoAtStart) {
     ASSERT_TRUE(cli.ok());
     EXPECT_EQ((*cli)->Wait().exit_code, expected) << tls << ": " << ReadFile(list.log_path);
   }
-  (*controller)->Signal(SIGTERM);
-  EXPECT_TRUE((*controller)->Wait().success);
-  EXPECT_NE(ReadFile(options.log_path).find("--insecure: serving plaintext gRPC"),
+  controller->Signal(SIGTERM);
+  EXPECT_TRUE(controller->Wait().success);
+  EXPECT_NE(ReadFile(temp.path() + "/controller.log").find("--insecure: serving plaintext gRPC"),
             std::string::npos);
 
   // Without --insecure, a controller needs its certificate.
-  SpawnOptions bare = options;
-  bare.argv.pop_back();
-  bare.capture_stdout = false;
-  bare.log_path = temp.path() + "/bare.log";
+  const SpawnOptions bare = StandaloneController(temp.path(), temp.path() + "/bare.log", {});
   auto refused = Subprocess::Spawn(bare);
   ASSERT_TRUE(refused.ok());
   EXPECT_EQ((*refused)->Wait().exit_code, 1);

@@ -63,6 +63,21 @@ std::vector<std::string> WorkerTlsArgs() {
 
 std::vector<std::string> CliTlsArgs() { return {"--ca-file", TestCertificates() + "/ca.pem"}; }
 
+SpawnOptions StandaloneController(const std::string& data_dir, const std::string& log_path,
+                                  const std::vector<std::string>& args) {
+  SpawnOptions options;
+  options.argv = {BinaryDir() + "/accumulus-controller",
+                  "--listen",
+                  "127.0.0.1:0",
+                  "--metrics-port",
+                  "-1",
+                  "--data-dir",
+                  data_dir};
+  options.argv.insert(options.argv.end(), args.begin(), args.end());
+  options.log_path = log_path;
+  return options;
+}
+
 std::string BinaryDir() {
   // The build's own directory, unless the binaries were moved (a bundle run
   // on a GPU machine: scripts/gpu-check.sh).
@@ -235,6 +250,19 @@ std::string TestCluster::WriteSpec(const std::string& name, const std::string& y
   const std::string path = dir_ + "/" + name;
   std::ofstream(path) << yaml;
   return path;
+}
+
+std::string SubmitJob(const TestCluster& cluster, const std::string& name,
+                      const std::string& yaml) {
+  CliResult r = cluster.Cli({"-o", "json", "submit", cluster.WriteSpec(name, yaml)});
+  EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
+  return r.lines.empty() ? "" : FromJson<v1::Job>(r.lines[0]).id();
+}
+
+v1::Job GetJob(const TestCluster& cluster, const std::string& id) {
+  CliResult r = cluster.Cli({"-o", "json", "get", id});
+  EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
+  return r.lines.empty() ? v1::Job() : FromJson<v1::Job>(r.lines[0]);
 }
 
 }  // namespace accumulus::testing

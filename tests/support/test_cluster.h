@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "accumulus/v1/controller.pb.h"
 #include "common/subprocess.h"
 
 namespace accumulus::testing {
@@ -27,6 +28,12 @@ const std::string& TestCertificates();
 std::vector<std::string> ControllerTlsArgs();
 std::vector<std::string> WorkerTlsArgs();
 std::vector<std::string> CliTlsArgs();
+
+// A controller started on its own, not a TestCluster's: a free loopback
+// port, no /metrics, its state in `data_dir`, stderr to `log_path`, `args`
+// added (TLS flags among them, or --insecure).
+SpawnOptions StandaloneController(const std::string& data_dir, const std::string& log_path,
+                                  const std::vector<std::string>& args);
 
 struct CliResult {
   int exit_code = -1;
@@ -87,5 +94,12 @@ class TestCluster {
   std::vector<std::unique_ptr<Subprocess>> workers_;
   std::set<size_t> killed_;  // indices into workers_ of those KillWorker ended
 };
+
+// Submits `yaml` (written to the file `name`) with the CLI; the job's id
+// ("" when the submit failed, which fails the test).
+std::string SubmitJob(const TestCluster& cluster, const std::string& name, const std::string& yaml);
+// The job as `accumulus get` shows it (empty when that failed, which fails
+// the test).
+v1::Job GetJob(const TestCluster& cluster, const std::string& id);
 
 }  // namespace accumulus::testing
