@@ -88,6 +88,15 @@ endforeach()
 add_library(accumulus_torch INTERFACE)
 add_library(accumulus::torch ALIAS accumulus_torch)
 target_link_libraries(accumulus_torch INTERFACE ${TORCH_LIBRARIES})
+# libtorch.so and libtorch_cpu.so export a statically linked copy of
+# libstdc++'s std::filesystem (pytorch/pytorch#133437) that does not work
+# outside torch: its throwing remove_all(path) jumps to address 0. The dynamic
+# linker binds a symbol to the first library in a binary's DT_NEEDED order, and
+# g++ appends libstdc++ after every library on the line, so torch's copy would
+# win. Naming libstdc++ among the link options, which precede the objects and
+# libraries, puts the system's libstdc++ first in every binary that links torch.
+target_link_options(accumulus_torch INTERFACE
+  "LINKER:--push-state,--no-as-needed" "-lstdc++" "LINKER:--pop-state")
 
 if(ACCUMULUS_CUDA)
   # NCCL's header from the same wheel as the libnccl that libtorch_cuda loads.
