@@ -3,9 +3,13 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
+#include <random>
 
+#include "client/bearer_token.h"
 #include "client/controller_client.h"
 #include "client/local_cluster.h"
 #include "client/render.h"
@@ -20,6 +24,8 @@ namespace {
 struct GlobalFlags {
   std::string controller;
   ClientTls tls;
+  std::string token;       // --token
+  std::string token_file;  // --token-file
   std::string output = "text";
   double timeout_seconds = 15;
 };
@@ -30,9 +36,33 @@ int Fail(const Status& status) {
 }
 
 StatusOr<ControllerClient> Connect(const GlobalFlags& flags) {
+  StatusOr<std::string> token = ResolveToken(flags.token, flags.token_file);
+  if (!token.ok()) return token.status();
   return ControllerClient::Connect(
-      flags.controller, flags.tls,
+      flags.controller, flags.tls, *token,
       std::chrono::milliseconds(static_cast<int64_t>(flags.timeout_seconds * 1000)));
+}
+
+// `accumulus tokens add`: the token goes to stdout, or to `out` (a file a
+// client's --token-file can name); the hash to the tokens file.
+int AddToken(const std::string& tokens_file, const std::string& name, const std::string& role,
+             const std::string& out) {
+  const std::optional<Role> parsed = ParseRole(role);
+  if (!parsed) {
+    std::cerr << "error: unknown role \"" << role << "\"; one of " << RoleNames() << "\n";
+    return 2;
+  }
+  StatusOr<std::string> token = IssueToken(tokens_file, name, *parsed);
+  if (!token.ok()) return Fail(token.status());
+  if (!out.empty()) {
+    if (Status s = WriteTokenFile(out, *token); !s.ok()) return Fail(s);
+  } else {
+    std::cout << *token << "\n" << std::flush;
+  }
+  std::cerr << "added " << name << " (" << role << ") to " << tokens_file
+            << (out.empty() ? "; the token above is shown once" : "; the token is in " + out)
+            << "\n";
+  return 0;
 }
 
 bool Json(const GlobalFlags& flags) { return flags.output == "json"; }
@@ -86,7 +116,16 @@ int Watch(ControllerClient& client, const GlobalFlags& flags, const std::string&
   return 1;
 }
 
-int Submit(const GlobalFlags& flags, const std::string& path, bool watch) {
+// A request id for a submit that names none: 64 random bits.
+std::string NewRequestId() {
+  std::random_device entropy;
+  char id[32];
+  std::snprintf(id, sizeof(id), "cli-%08x%08x", entropy(), entropy());
+  return id;
+}
+
+int Submit(const GlobalFlags& flags, const std::string& path, const std::string& request_id,
+           bool watch) {
   StatusOr<v1::JobSpec> spec = LoadJobSpecFile(path);
   if (!spec.ok()) {
     std::cerr << "error: " << spec.status().message() << "\n";
@@ -95,7 +134,7 @@ int Submit(const GlobalFlags& flags, const std::string& path, bool watch) {
   StatusOr<ControllerClient> connected = Connect(flags);
   if (!connected.ok()) return Fail(connected.status());
   ControllerClient& client = *connected;
-  StatusOr<v1::Job> job = client.Submit(*spec);
+  StatusOr<v1::Job> job = client.Submit(*spec, request_id.empty() ? NewRequestId() : request_id);
   if (!job.ok()) return Fail(job.status());
   if (Json(flags)) {
     std::cout << ToJsonLine(*job) << "\n";
@@ -137,8 +176,10 @@ int Up(const LocalClusterOptions& options) {
             << ", metrics http://" << options.listen_host << ":" << (*cluster)->metrics_port()
             << "/metrics\n"
             << "  logs: " << (*cluster)->controller_log() << ", " << (*cluster)->worker_log()
-            << (options.insecure ? "\n  plaintext (--insecure)"
-                                 : "\n  TLS: export ACCUMULUS_CA_FILE=" + (*cluster)->ca_file())
+            << (options.insecure
+                    ? "\n  plaintext, no tokens (--insecure)"
+                    : "\n  TLS and tokens: export ACCUMULUS_CA_FILE=" + (*cluster)->ca_file() +
+                          " ACCUMULUS_TOKEN_FILE=" + (*cluster)->token_file())
             << "\n  submit a job: accumulus submit examples/jobs/mlp-accumulate.yaml --watch"
             << "\n  Ctrl-C stops the controller, the worker and its jobs.\n"
             << std::flush;
@@ -169,6 +210,13 @@ int RunCli(int argc, char** argv) {
   app.add_flag("--insecure", flags.tls.insecure,
                "plaintext, no TLS (for a controller started with --insecure)")
       ->envname("ACCUMULUS_INSECURE");
+  // Read from the environment in ResolveToken, so that a flag beats either
+  // variable. A token on the command line is visible to everyone on the
+  // machine (ps): prefer the file or the variable.
+  app.add_option("--token", flags.token,
+                 "the bearer token to send (default: $ACCUMULUS_TOKEN; prefer --token-file)");
+  app.add_option("--token-file", flags.token_file,
+                 "a file holding the bearer token (default: $ACCUMULUS_TOKEN_FILE)");
   app.add_option("-o,--output", flags.output, "text or json")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
@@ -176,10 +224,13 @@ int RunCli(int argc, char** argv) {
                  "seconds to wait for the controller to be reachable")
       ->capture_default_str();
 
-  std::string path, job_id, reason;
+  std::string path, job_id, reason, request_id;
   bool watch = false;
   auto* submit = app.add_subcommand("submit", "submit a job spec (YAML)");
   submit->add_option("spec", path, "job spec file")->required();
+  submit->add_option("--request-id", request_id,
+                     "this submission's id: submitting again with it returns the same job "
+                     "(default: a new one, reused when the call is retried)");
   submit->add_flag("-w,--watch", watch, "follow the job until it ends");
 
   auto* watch_cmd = app.add_subcommand("watch", "follow a job's events until it ends");
@@ -202,6 +253,18 @@ int RunCli(int argc, char** argv) {
   plan->add_flag("--sweep", sweep,
                  "measure samples/s and peak memory of the usual splits on this machine");
 
+  std::string tokens_file, token_name, token_role, token_out;
+  auto* tokens = app.add_subcommand("tokens", "manage a controller's bearer tokens");
+  tokens->require_subcommand(1);
+  auto* tokens_add = tokens->add_subcommand(
+      "add", "issue a token: its hash is appended to the tokens file, the token printed once");
+  tokens_add->add_option("name", token_name, "who the token identifies (owns its jobs)")
+      ->required();
+  tokens_add->add_option("role", token_role, "viewer, submitter or admin")->required();
+  tokens_add->add_option("--file", tokens_file, "the controller's --tokens-file")->required();
+  tokens_add->add_option("--out", token_out,
+                         "write the token to this file (mode 0600) instead of stdout");
+
   LocalClusterOptions up_options;
   auto* up = app.add_subcommand("up", "run a local controller and worker until Ctrl-C");
   up->add_option("--data-dir", up_options.data_dir, "state and logs")->capture_default_str();
@@ -219,9 +282,10 @@ int RunCli(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
 
-  if (*submit) return Submit(flags, path, watch);
+  if (*submit) return Submit(flags, path, request_id, watch);
   if (*plan) return Plan(path, sweep);
   if (*up) return Up(up_options);
+  if (*tokens_add) return AddToken(tokens_file, token_name, token_role, token_out);
   StatusOr<ControllerClient> connected = Connect(flags);
   if (!connected.ok()) return Fail(connected.status());
   ControllerClient& client = *connected;

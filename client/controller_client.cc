@@ -5,10 +5,21 @@
 namespace accumulus::client {
 
 StatusOr<ControllerClient> ControllerClient::Connect(const std::string& address,
-                                                     const ClientTls& tls,
+                                                     const ClientTls& tls, const std::string& token,
                                                      std::chrono::milliseconds connect_timeout) {
   StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials = MakeChannelCredentials(tls);
   if (!credentials.ok()) return credentials.status();
+  if (!token.empty()) {
+    if (tls.insecure) {
+      return Status::InvalidArgument(
+          "a bearer token is sent only over TLS, and --insecure asks for plaintext (unset "
+          "ACCUMULUS_TOKEN and ACCUMULUS_TOKEN_FILE, or drop --insecure)");
+    }
+    // gRPC sends it as "authorization: Bearer <token>", and only over a
+    // channel that is secure.
+    *credentials =
+        grpc::CompositeChannelCredentials(*credentials, grpc::AccessTokenCredentials(token));
+  }
   return ControllerClient(
       address, connect_timeout,
       grpc::CreateCustomChannel(address, *credentials, TlsChannelArguments(tls)));
@@ -43,13 +54,19 @@ StatusOr<Response> Result(const grpc::Status& status, Response response,
 
 }  // namespace
 
-StatusOr<v1::Job> ControllerClient::Submit(const v1::JobSpec& spec) {
-  grpc::ClientContext context;
-  Prepare(&context);
+StatusOr<v1::Job> ControllerClient::Submit(const v1::JobSpec& spec, const std::string& request_id) {
   v1::SubmitJobRequest request;
   *request.mutable_spec() = spec;
+  request.set_request_id(request_id);
+  const int tries = request_id.empty() ? 1 : 3;
+  grpc::Status status;
   v1::Job job;
-  const grpc::Status status = stub_->SubmitJob(&context, request, &job);
+  for (int i = 0; i < tries; ++i) {
+    grpc::ClientContext context;
+    Prepare(&context);
+    status = stub_->SubmitJob(&context, request, &job);
+    if (status.error_code() != grpc::StatusCode::UNAVAILABLE) break;
+  }
   return Result(status, job, address_);
 }
 

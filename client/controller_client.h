@@ -18,12 +18,17 @@ class ControllerClient {
  public:
   // `connect_timeout`: how long a call waits for the controller to become
   // reachable (calls wait for it, so a CLI started alongside a controller
-  // needs no retry loop). INVALID_ARGUMENT for TLS files that cannot be
-  // used, naming the flag and the file.
+  // needs no retry loop). `token`: the bearer token sent with every call
+  // ("": none); only over TLS. INVALID_ARGUMENT for TLS files that cannot be
+  // used, naming the flag and the file, and for a token without TLS.
   static StatusOr<ControllerClient> Connect(const std::string& address, const ClientTls& tls,
+                                            const std::string& token,
                                             std::chrono::milliseconds connect_timeout);
 
-  StatusOr<v1::Job> Submit(const v1::JobSpec& spec);
+  // `request_id` ("": none) makes a retry safe: the controller returns the
+  // job the first attempt made. A call that failed in transit (UNAVAILABLE)
+  // is retried with it, up to three times in all.
+  StatusOr<v1::Job> Submit(const v1::JobSpec& spec, const std::string& request_id);
   StatusOr<v1::Job> Get(const std::string& job_id);
   StatusOr<v1::ListJobsResponse> List();
   StatusOr<v1::Job> Cancel(const std::string& job_id, const std::string& reason);

@@ -6,6 +6,7 @@
 #include <regex>
 #include <vector>
 
+#include "client/bearer_token.h"
 #include "common/paths.h"
 
 namespace accumulus::client {
@@ -28,6 +29,17 @@ Status MakeDevCertificates(const std::filesystem::path& dir, const std::string& 
   return Status::Ok();
 }
 
+// The controller's tokens file in `dir`, with an admin token whose file is
+// `token_file` (both kept when there, so a client keeps its token across
+// runs).
+Status MakeAdminToken(const std::filesystem::path& dir, const std::string& token_file) {
+  std::error_code error;
+  if (std::filesystem::exists(token_file, error)) return Status::Ok();
+  StatusOr<std::string> token = IssueToken((dir / "tokens").string(), "admin", Role::kAdmin);
+  if (!token.ok()) return token.status();
+  return WriteTokenFile(token_file, *token);
+}
+
 }  // namespace
 
 StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(const LocalClusterOptions& options) {
@@ -48,9 +60,12 @@ StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(const LocalClusterOp
   if (!options.insecure) {
     if (Status s = MakeDevCertificates(tls, (dir / "tls.log").string()); !s.ok()) return s;
     cluster->ca_file_ = (tls / "ca.pem").string();
-    controller_tls = {"--tls-cert",  (tls / "controller.pem").string(),
-                      "--tls-key",   (tls / "controller-key.pem").string(),
-                      "--worker-ca", cluster->ca_file_};
+    cluster->token_file_ = (dir / "admin.token").string();
+    if (Status s = MakeAdminToken(dir, cluster->token_file_); !s.ok()) return s;
+    controller_tls = {"--tls-cert",    (tls / "controller.pem").string(),
+                      "--tls-key",     (tls / "controller-key.pem").string(),
+                      "--worker-ca",   cluster->ca_file_,
+                      "--tokens-file", (dir / "tokens").string()};
     worker_tls = {"--tls-ca",   cluster->ca_file_,
                   "--tls-cert", (tls / "worker.pem").string(),
                   "--tls-key",  (tls / "worker-key.pem").string()};

@@ -16,8 +16,9 @@ struct LocalClusterOptions {
   int grpc_port = 7600;     // 0: any free port
   int metrics_port = 7601;  // 0: any free port
   int cpu_slots = 1;
-  // Plaintext instead of TLS (by default the cluster uses development
-  // certificates made under data_dir/tls: ca_file()).
+  // Plaintext and no tokens, instead of TLS with development certificates
+  // made under data_dir/tls (ca_file()) and an admin token made under
+  // data_dir (token_file()).
   bool insecure = false;
 };
 
@@ -36,6 +37,8 @@ class LocalCluster {
   const std::string& worker_log() const { return worker_log_; }
   // The CA a client needs to trust the controller ("" when insecure).
   const std::string& ca_file() const { return ca_file_; }
+  // The file holding the admin token a client sends ("" when insecure).
+  const std::string& token_file() const { return token_file_; }
 
  private:
   LocalCluster() = default;
@@ -46,6 +49,7 @@ class LocalCluster {
   std::string controller_log_;
   std::string worker_log_;
   std::string ca_file_;
+  std::string token_file_;
   std::unique_ptr<Subprocess> controller_;
   std::unique_ptr<Subprocess> worker_;
 };

@@ -139,10 +139,10 @@ std::string HumanBytes(int64_t bytes) {
 
 std::string JobTable(const v1::ListJobsResponse& jobs) {
   std::vector<std::vector<std::string>> rows{
-      {"ID", "STATE", "NAME", "BATCH (g = m×k×d)", "STEPS", "LOSS", "WORKER"}};
+      {"ID", "STATE", "NAME", "OWNER", "BATCH (g = m×k×d)", "STEPS", "LOSS", "WORKER"}};
   for (const auto& j : jobs.jobs()) {
     rows.push_back({j.id(), StateName(j.state()), j.spec().name().empty() ? "-" : j.spec().name(),
-                    BatchText(j.batch()),
+                    j.owner().empty() ? "-" : j.owner(), BatchText(j.batch()),
                     std::to_string(j.steps_done()) + "/" + std::to_string(j.steps_total()),
                     j.has_last_step() ? Format("%.4f", j.last_step().loss()) : "-",
                     j.worker_id().empty() ? "-" : j.worker_id()});
@@ -156,6 +156,7 @@ std::string JobDetails(const v1::Job& j) {
   out << "job:          " << j.id() << (s.name().empty() ? "" : " (" + s.name() + ")") << "\n"
       << "state:        " << StateName(j.state()) << (j.reason().empty() ? "" : ": " + j.reason())
       << "\n"
+      << "owner:        " << (j.owner().empty() ? "-" : j.owner()) << "\n"
       << "worker:       " << (j.worker_id().empty() ? "-" : j.worker_id()) << "\n"
       << "batch:        global " << BatchSplit(j.batch()) << "\n"
       << "normalization:"

@@ -10,10 +10,14 @@ BIN="$BUILD_DIR/bin"
 DATA_DIR="${ACCUMULUS_DATA_DIR:-$ROOT/accumulus-data}"
 JOB="${1:-$ROOT/examples/jobs/mlp-accumulate.yaml}"
 
-# TLS with development certificates; made here first (`up` keeps them) so
-# the CLI below can trust the controller from its first call.
+# TLS with development certificates, and an admin token; made here first
+# (`up` keeps them) so the CLI below can trust the controller, and be
+# trusted, from its first call.
 "$BIN/accumulus-make-dev-certs" "$DATA_DIR/tls" > /dev/null
 export ACCUMULUS_CA_FILE="$DATA_DIR/tls/ca.pem"
+export ACCUMULUS_TOKEN_FILE="$DATA_DIR/admin.token"
+[ -f "$ACCUMULUS_TOKEN_FILE" ] ||
+  "$BIN/accumulus" tokens add admin admin --file "$DATA_DIR/tokens" --out "$ACCUMULUS_TOKEN_FILE"
 
 "$BIN/accumulus" up --data-dir "$DATA_DIR" &
 UP_PID=$!

@@ -4,7 +4,9 @@
 #include <grpcpp/health_check_service_interface.h>
 #include <spdlog/spdlog.h>
 
+#include "common/access_token.h"
 #include "common/mutex.h"
+#include "server/token_authenticator.h"
 
 namespace accumulus::server {
 namespace {
@@ -34,6 +36,11 @@ StatusOr<std::unique_ptr<Controller>> Controller::Start(const ControllerOptions&
       MakeServerCredentials(options.tls);
   if (!credentials.ok()) return credentials.status();
   if (options.tls.insecure) {
+    if (!options.tokens_file.empty()) {
+      return Status::InvalidArgument(
+          "--tokens-file needs TLS: bearer tokens sent in plaintext can be read by anyone on "
+          "the path (drop --insecure, or the tokens)");
+    }
     spdlog::warn(
         "--insecure: serving plaintext gRPC on {}; anyone who reaches it can read the "
         "traffic and register as a worker",
@@ -41,6 +48,24 @@ StatusOr<std::unique_ptr<Controller>> Controller::Start(const ControllerOptions&
   }
   std::unique_ptr<Controller> c(new Controller());
   c->metrics_ = std::make_unique<ControllerMetrics>(&c->registry_);
+  if (!options.tokens_file.empty()) {
+    StatusOr<std::vector<TokenEntry>> tokens = ReadTokenFile(options.tokens_file);
+    if (!tokens.ok()) return tokens.status();
+    if (tokens->empty()) {
+      return Status::InvalidArgument("tokens file " + options.tokens_file +
+                                     " lists no token: no client could call the controller");
+    }
+    (*credentials)
+        ->SetAuthMetadataProcessor(
+            std::make_shared<TokenAuthenticator>(*tokens, c->metrics_->requests_refused));
+    spdlog::info("client API: {} token(s) from {}", tokens->size(), options.tokens_file);
+  } else {
+    spdlog::warn(
+        "no --tokens-file: every client may submit, cancel and resume any job, as the "
+        "anonymous admin");
+  }
+  c->access_ =
+      std::make_unique<AccessPolicy>(!options.tokens_file.empty(), c->metrics_->requests_refused);
   if (!options.state_db.empty()) {
     // Before the store is read: a second controller must not even recover
     // the jobs (it would place them too).
@@ -58,7 +83,8 @@ StatusOr<std::unique_ptr<Controller>> Controller::Start(const ControllerOptions&
   if (Status s = c->jobs_->Recover(std::chrono::milliseconds(options.worker_grace_ms)); !s.ok()) {
     return s;
   }
-  c->controller_service_ = std::make_unique<ControllerService>(c->jobs_.get(), c->metrics_.get());
+  c->controller_service_ =
+      std::make_unique<ControllerService>(c->jobs_.get(), c->access_.get(), c->metrics_.get());
   c->worker_link_service_ = std::make_unique<WorkerLinkService>(
       c->jobs_.get(), options.heartbeat_interval_ms,
       options.lost_worker_ms > 0 ? options.lost_worker_ms : 3 * options.heartbeat_interval_ms,

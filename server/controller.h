@@ -17,6 +17,7 @@
 #include "common/mutex.h"
 #include "common/status.h"
 #include "common/tls.h"
+#include "server/access_policy.h"
 #include "server/controller_metrics.h"
 #include "server/controller_service.h"
 #include "server/job_manager.h"
@@ -31,6 +32,10 @@ struct ControllerOptions {
   std::string listen_address = "0.0.0.0:7600";
   // TLS on that port (mutual on the worker link), or plaintext if insecure.
   ServerTls tls;
+  // The tokens file (common/access_token.h): callers of the client API need
+  // a token listed there, and their role. Empty: no tokens, every caller is
+  // the anonymous admin. Needs TLS (a token is never sent in plaintext).
+  std::string tokens_file;
   // A plaintext port that serves the standard gRPC health service alone (for
   // probes that cannot speak TLS: Kubernetes' gRPC probes); empty: none.
   std::string health_listen_address;
@@ -72,6 +77,7 @@ class Controller {
   // Before the job manager: its writer commits to the store until it goes.
   std::unique_ptr<JobStore> store_;
   std::unique_ptr<JobManager> jobs_;
+  std::unique_ptr<AccessPolicy> access_;
   std::unique_ptr<ControllerService> controller_service_;
   std::unique_ptr<WorkerLinkService> worker_link_service_;
   std::unique_ptr<grpc::Server> server_;

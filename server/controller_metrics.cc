@@ -23,6 +23,11 @@ ControllerMetrics::ControllerMetrics(metrics::Registry* r)
                                  "Writes to the state database that failed (not durable).")
                        ->WithLabels({})),
       watchers(r->AddGauge("accumulus_watchers", "Open WatchJob streams.")->WithLabels({})),
+      requests_refused(r->AddCounter("accumulus_requests_refused_total",
+                                     "Client API calls refused: no or an unknown token "
+                                     "(unauthenticated), or a role or job not the caller's "
+                                     "(permission_denied).",
+                                     {"code"})),
       job_steps(r->AddCounter("accumulus_job_steps_total", "Optimizer steps taken.", {"job_id"})),
       job_loss(r->AddGauge("accumulus_job_loss", "Mean loss of the latest window.", {"job_id"})),
       job_samples_per_second(r->AddGauge("accumulus_job_samples_per_second",

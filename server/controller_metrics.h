@@ -18,6 +18,8 @@ struct ControllerMetrics {
   metrics::Counter* job_restarts;
   metrics::Counter* store_errors;
   metrics::Gauge* watchers;
+  // Client API calls refused (label code: unauthenticated, permission_denied).
+  metrics::Family<metrics::Counter>* requests_refused;
   // Per running job (label job_id: Prometheus reserves `job` for the scrape
   // target); removed when the job ends.
   metrics::Family<metrics::Counter>* job_steps;

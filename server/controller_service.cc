@@ -39,30 +39,49 @@ class FailedWatch final : public grpc::ServerWriteReactor<v1::JobEvent> {
 
 }  // namespace
 
+Status ControllerService::AllowOnJob(const Principal& caller, const std::string& job_id,
+                                     std::string_view verb) const {
+  StatusOr<v1::Job> job = jobs_->Get(job_id);
+  if (!job.ok()) return job.status();
+  return access_->AllowOnJob(caller, *job, verb);
+}
+
 grpc::ServerUnaryReactor* ControllerService::SubmitJob(grpc::CallbackServerContext* context,
                                                        const v1::SubmitJobRequest* request,
                                                        v1::Job* response) {
-  return ReplyWhenDurable(context, jobs_->Submit(request->spec()), response, jobs_);
+  StatusOr<Principal> caller = access_->Authorize(*context, Action::kSubmit, "SubmitJob");
+  if (!caller.ok()) return Reply(context, StatusOr<v1::Job>(caller.status()), response);
+  return ReplyWhenDurable(context,
+                          jobs_->Submit(request->spec(), caller->name, request->request_id()),
+                          response, jobs_);
 }
 
 grpc::ServerUnaryReactor* ControllerService::GetJob(grpc::CallbackServerContext* context,
                                                     const v1::GetJobRequest* request,
                                                     v1::Job* response) {
+  StatusOr<Principal> caller = access_->Authorize(*context, Action::kView, "GetJob");
+  if (!caller.ok()) return Reply(context, StatusOr<v1::Job>(caller.status()), response);
   return Reply(context, jobs_->Get(request->job_id()), response);
 }
 
 grpc::ServerUnaryReactor* ControllerService::ListJobs(grpc::CallbackServerContext* context,
                                                       const v1::ListJobsRequest*,
                                                       v1::ListJobsResponse* response) {
-  for (v1::Job& job : jobs_->List()) *response->add_jobs() = std::move(job);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(grpc::Status::OK);
+  StatusOr<Principal> caller = access_->Authorize(*context, Action::kView, "ListJobs");
+  if (caller.ok()) {
+    for (v1::Job& job : jobs_->List()) *response->add_jobs() = std::move(job);
+  }
+  reactor->Finish(ToGrpcStatus(caller.status()));
   return reactor;
 }
 
 grpc::ServerUnaryReactor* ControllerService::CancelJob(grpc::CallbackServerContext* context,
                                                        const v1::CancelJobRequest* request,
                                                        v1::Job* response) {
+  StatusOr<Principal> caller = access_->Authorize(*context, Action::kManage, "CancelJob");
+  Status allowed = caller.ok() ? AllowOnJob(*caller, request->job_id(), "cancel") : caller.status();
+  if (!allowed.ok()) return Reply(context, StatusOr<v1::Job>(allowed), response);
   return ReplyWhenDurable(context, jobs_->Cancel(request->job_id(), request->reason()), response,
                           jobs_);
 }
@@ -70,11 +89,16 @@ grpc::ServerUnaryReactor* ControllerService::CancelJob(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* ControllerService::ResumeJob(grpc::CallbackServerContext* context,
                                                        const v1::ResumeJobRequest* request,
                                                        v1::Job* response) {
+  StatusOr<Principal> caller = access_->Authorize(*context, Action::kManage, "ResumeJob");
+  Status allowed = caller.ok() ? AllowOnJob(*caller, request->job_id(), "resume") : caller.status();
+  if (!allowed.ok()) return Reply(context, StatusOr<v1::Job>(allowed), response);
   return ReplyWhenDurable(context, jobs_->Resume(request->job_id()), response, jobs_);
 }
 
 grpc::ServerWriteReactor<v1::JobEvent>* ControllerService::WatchJob(
-    grpc::CallbackServerContext*, const v1::WatchJobRequest* request) {
+    grpc::CallbackServerContext* context, const v1::WatchJobRequest* request) {
+  StatusOr<Principal> caller = access_->Authorize(*context, Action::kView, "WatchJob");
+  if (!caller.ok()) return new FailedWatch(caller.status());
   StatusOr<std::shared_ptr<EventLog>> log = jobs_->Events(request->job_id());
   if (!log.ok()) return new FailedWatch(log.status());
   if (request->after_sequence() < 0) {
@@ -87,9 +111,12 @@ grpc::ServerWriteReactor<v1::JobEvent>* ControllerService::WatchJob(
 grpc::ServerUnaryReactor* ControllerService::ListWorkers(grpc::CallbackServerContext* context,
                                                          const v1::ListWorkersRequest*,
                                                          v1::ListWorkersResponse* response) {
-  for (v1::WorkerInfo& w : jobs_->Workers()) *response->add_workers() = std::move(w);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(grpc::Status::OK);
+  StatusOr<Principal> caller = access_->Authorize(*context, Action::kView, "ListWorkers");
+  if (caller.ok()) {
+    for (v1::WorkerInfo& w : jobs_->Workers()) *response->add_workers() = std::move(w);
+  }
+  reactor->Finish(ToGrpcStatus(caller.status()));
   return reactor;
 }
 

@@ -1,9 +1,11 @@
 // The client-facing gRPC API (accumulus.v1.Controller), on the callback API:
 // no RPC holds a thread while it waits, so thousands of watchers cost no
-// threads.
+// threads. Every call is authorized first (AccessPolicy: the caller's role,
+// and for cancel and resume the job's owner).
 #pragma once
 
 #include "accumulus/v1/controller.grpc.pb.h"
+#include "server/access_policy.h"
 #include "server/controller_metrics.h"
 #include "server/job_manager.h"
 
@@ -11,8 +13,8 @@ namespace accumulus::server {
 
 class ControllerService final : public v1::Controller::CallbackService {
  public:
-  ControllerService(JobManager* jobs, ControllerMetrics* metrics)
-      : jobs_(jobs), metrics_(metrics) {}
+  ControllerService(JobManager* jobs, const AccessPolicy* access, ControllerMetrics* metrics)
+      : jobs_(jobs), access_(access), metrics_(metrics) {}
 
   grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* context,
                                       const v1::SubmitJobRequest* request,
@@ -35,7 +37,12 @@ class ControllerService final : public v1::Controller::CallbackService {
                                         v1::ListWorkersResponse* response) override;
 
  private:
+  // The job `job_id` if `caller` may `verb` it (NOT_FOUND, PERMISSION_DENIED).
+  Status AllowOnJob(const Principal& caller, const std::string& job_id,
+                    std::string_view verb) const;
+
   JobManager* const jobs_;
+  const AccessPolicy* const access_;
   ControllerMetrics* const metrics_;
 };
 

@@ -6,6 +6,7 @@
 
 #include "common/clock.h"
 #include "common/job_spec.h"
+#include "server/job_id.h"
 #include "server/job_state.h"
 
 namespace accumulus::server {
@@ -27,11 +28,16 @@ std::string ResumesFrom(const v1::Job& job) {
 
 }  // namespace
 
-JobRecord& JobLifecycle::Submit(v1::JobSpec spec, v1::BatchPlan batch) {
-  const std::string id = "job-" + std::to_string(next_job_number_++);
+JobRecord& JobLifecycle::Submit(v1::JobSpec spec, v1::BatchPlan batch, const std::string& owner,
+                                const std::string& request_id) {
+  std::string id = NewJobId();
+  while (jobs_.count(id) != 0) id = NewJobId();
   JobRecord& record = jobs_[id];
   record.log = std::make_shared<EventLog>(id);
   record.job.set_id(id);
+  record.job.set_owner(owner);
+  record.job.set_request_id(request_id);
+  if (!request_id.empty()) requests_[{owner, request_id}] = id;
   record.job.set_attempt(1);
   record.job.set_steps_total(TotalSteps(spec, batch));
   *record.job.mutable_spec() = std::move(spec);
@@ -55,7 +61,9 @@ JobRecord& JobLifecycle::Restore(JobStore::StoredJob stored) {
   order_.push_back(id);
   if (IsTerminal(state)) finished_.push_back(id);
   if (state == v1::JOB_STATE_QUEUED) queue_.push_back(id);
-  next_job_number_ = std::max<int64_t>(next_job_number_, JobNumber(id) + 1);
+  if (!record.job.request_id().empty()) {
+    requests_[{record.job.owner(), record.job.request_id()}] = id;
+  }
   metrics_->Recovered(state);
   return record;
 }
@@ -68,6 +76,12 @@ JobRecord* JobLifecycle::Find(const std::string& job_id) {
 const JobRecord* JobLifecycle::Find(const std::string& job_id) const {
   auto it = jobs_.find(job_id);
   return it == jobs_.end() ? nullptr : &it->second;
+}
+
+const JobRecord* JobLifecycle::FindRequest(const std::string& owner,
+                                           const std::string& request_id) const {
+  auto it = requests_.find({owner, request_id});
+  return it == requests_.end() ? nullptr : Find(it->second);
 }
 
 std::vector<v1::Job> JobLifecycle::List() const {
@@ -297,6 +311,7 @@ void JobLifecycle::Prune() {
     it = finished_.erase(it);
     if (job == jobs_.end()) continue;
     metrics_->Pruned(job->second.job.state());
+    requests_.erase({job->second.job.owner(), job->second.job.request_id()});
     jobs_.erase(job);  // a watcher still streaming holds the log itself
     order_.erase(std::remove(order_.begin(), order_.end(), id), order_.end());
     reports_->Forget(id);

@@ -15,6 +15,7 @@
 #include <deque>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "accumulus/v1/controller.pb.h"
@@ -35,8 +36,10 @@ class JobLifecycle {
                JobMetrics* metrics)
       : workers_(workers), reports_(reports), recorder_(recorder), metrics_(metrics) {}
 
-  // A new job (attempt 1) with the next id, queued.
-  JobRecord& Submit(v1::JobSpec spec, v1::BatchPlan batch);
+  // A new job (attempt 1) with a new id, owned by `owner`, queued;
+  // `request_id` ("": none) finds it again (FindRequest).
+  JobRecord& Submit(v1::JobSpec spec, v1::BatchPlan batch, const std::string& owner,
+                    const std::string& request_id);
   // A job read back from the store; a queued one queues again. The caller
   // waits for the workers of a placed one, and tells RankReports what its
   // events were.
@@ -44,6 +47,8 @@ class JobLifecycle {
 
   JobRecord* Find(const std::string& job_id);
   const JobRecord* Find(const std::string& job_id) const;
+  // The kept job `owner` submitted with `request_id`, or null.
+  const JobRecord* FindRequest(const std::string& owner, const std::string& request_id) const;
   std::map<std::string, JobRecord>& jobs() { return jobs_; }
   // In submission order.
   std::vector<v1::Job> List() const;
@@ -102,7 +107,8 @@ class JobLifecycle {
   std::vector<std::string> order_;  // submission order
   std::vector<std::string> queue_;
   std::deque<std::string> finished_;  // oldest first
-  int64_t next_job_number_ = 1;
+  // (owner, request_id) → job id, for the jobs kept that were given one.
+  std::map<std::pair<std::string, std::string>, std::string> requests_;
   int64_t keep_finished_ = 0;
 };
 

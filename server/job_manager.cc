@@ -1,15 +1,44 @@
 #include "server/job_manager.h"
 
+#include <google/protobuf/util/message_differencer.h>
 #include <spdlog/spdlog.h>
+
+#include <cctype>
 
 #include "common/job_spec.h"
 #include "server/job_state.h"
 
 namespace accumulus::server {
 
-StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& input) {
+namespace {
+
+constexpr size_t kMaxRequestIdLength = 128;
+
+// A request_id: 1 to 128 of [A-Za-z0-9._:-] (an empty one is none). The
+// error names the position of a bad character, not the character.
+Status ValidateRequestId(const std::string& id) {
+  if (id.size() > kMaxRequestIdLength) {
+    return Status::InvalidArgument("request_id has " + std::to_string(id.size()) +
+                                   " characters; at most " + std::to_string(kMaxRequestIdLength));
+  }
+  for (size_t i = 0; i < id.size(); ++i) {
+    const char c = id[i];
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != ':' &&
+        c != '-') {
+      return Status::InvalidArgument("request_id: character " + std::to_string(i + 1) +
+                                     " is not a letter, a digit or one of . _ : -");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& input, const std::string& owner,
+                                     const std::string& request_id) {
   StatusOr<v1::JobSpec> spec = NormalizeJobSpec(input);
   StatusOr<v1::BatchPlan> batch = spec.ok() ? ResolveBatchPlan(*spec) : spec.status();
+  if (Status s = ValidateRequestId(request_id); !s.ok()) batch = s;
   if (!batch.ok()) {
     metrics_.Rejected();
     return batch.status();
@@ -17,14 +46,25 @@ StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& input) {
   v1::Job job;
   {
     MutexLock lock(&mutex_);
+    if (const JobRecord* earlier =
+            request_id.empty() ? nullptr : jobs_.FindRequest(owner, request_id)) {
+      // A retry: the job the first request made (durable once that request's
+      // change is, which the reply waits for), if it asked for the same.
+      if (!google::protobuf::util::MessageDifferencer::Equals(earlier->job.spec(), *spec)) {
+        return Status::AlreadyExists("request_id " + request_id + " made " + earlier->job.id() +
+                                     " with a different spec; a new job needs a new request_id");
+      }
+      spdlog::info("job {}: a retry of request {} by {}", earlier->job.id(), request_id, owner);
+      return earlier->job;
+    }
     EventRecorder::Batch recording(&recorder_);
-    JobRecord& record = jobs_.Submit(*std::move(spec), *std::move(batch));
+    JobRecord& record = jobs_.Submit(*std::move(spec), *std::move(batch), owner, request_id);
     scheduler_.Schedule();
     job = record.job;
   }
   metrics_.Submitted();
-  spdlog::info("job {} submitted: micro_batch {} × accumulation_steps {} × devices {} = {}",
-               job.id(), job.batch().micro_batch(), job.batch().accumulation_steps(),
+  spdlog::info("job {} submitted by {}: micro_batch {} × accumulation_steps {} × devices {} = {}",
+               job.id(), job.owner(), job.batch().micro_batch(), job.batch().accumulation_steps(),
                job.batch().devices(), job.batch().global_batch());
   return job;
 }

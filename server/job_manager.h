@@ -90,8 +90,11 @@ class JobManager {
   // Client API ---------------------------------------------------------------
 
   // Validates the spec (INVALID_ARGUMENT naming the field and value), queues
-  // the job and places it if a worker has room.
-  StatusOr<v1::Job> Submit(const v1::JobSpec& spec) EXCLUDES(mutex_);
+  // the job, owned by `owner`, and places it if a worker has room. With a
+  // `request_id` that `owner` gave a kept job before, returns that job
+  // instead (ALREADY_EXISTS if its spec differs).
+  StatusOr<v1::Job> Submit(const v1::JobSpec& spec, const std::string& owner,
+                           const std::string& request_id = "") EXCLUDES(mutex_);
   StatusOr<v1::Job> Get(const std::string& job_id) const EXCLUDES(mutex_);
   std::vector<v1::Job> List() const EXCLUDES(mutex_);
   // QUEUED jobs end CANCELLED at once; placed ones go CANCELLING until their

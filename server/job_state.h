@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 
 #include "accumulus/v1/job.pb.h"
@@ -20,12 +19,6 @@ inline std::string StateLabel(v1::JobState s) {
   std::string name = v1::JobState_Name(s).substr(std::string("JOB_STATE_").size());
   std::transform(name.begin(), name.end(), name.begin(), ::tolower);
   return name;
-}
-
-// "job-12" → 12, the submission order.
-inline int64_t JobNumber(const std::string& id) {
-  const size_t dash = id.rfind('-');
-  return dash == std::string::npos ? 0 : std::atoll(id.c_str() + dash + 1);
 }
 
 }  // namespace accumulus::server

@@ -12,10 +12,11 @@ constexpr int kSchemaVersion = 1;
 constexpr const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS jobs (
   id TEXT PRIMARY KEY,
-  number INTEGER NOT NULL,    -- submission order
+  number INTEGER NOT NULL,    -- submission order: one more than any before
   finished INTEGER NOT NULL,  -- 1 once in a terminal state
   job BLOB NOT NULL           -- accumulus.v1.Job
 );
+CREATE INDEX IF NOT EXISTS jobs_by_number ON jobs (number);
 CREATE TABLE IF NOT EXISTS events (
   job_id TEXT NOT NULL,
   sequence INTEGER NOT NULL,
@@ -140,12 +141,12 @@ Status JobStore::Record(const v1::Job& job, const std::vector<const v1::JobEvent
 bool JobStore::WriteChange(const Change& change) {
   const v1::Job& job = *change.job;
   sqlite3_stmt* upsert = Prepared(
-      "INSERT INTO jobs (id, number, finished, job) VALUES (?1, ?2, ?3, ?4) "
+      "INSERT INTO jobs (id, number, finished, job) "
+      "VALUES (?1, (SELECT IFNULL(MAX(number), 0) + 1 FROM jobs), ?3, ?4) "
       "ON CONFLICT(id) DO UPDATE SET finished = ?3, job = ?4");
   if (upsert == nullptr) return false;
   const std::string snapshot = job.SerializeAsString();
   sqlite3_bind_text(upsert, 1, job.id().data(), static_cast<int>(job.id().size()), SQLITE_STATIC);
-  sqlite3_bind_int64(upsert, 2, JobNumber(job.id()));
   sqlite3_bind_int64(upsert, 3, IsTerminal(job.state()) ? 1 : 0);
   sqlite3_bind_blob(upsert, 4, snapshot.data(), static_cast<int>(snapshot.size()), SQLITE_STATIC);
   if (!Run(upsert)) return false;

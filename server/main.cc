@@ -26,6 +26,10 @@ int main(int argc, char** argv) {
                  "the CA whose client certificates identify workers (PEM): the worker link "
                  "accepts only those")
       ->envname("ACCUMULUS_WORKER_CA");
+  app.add_option("--tokens-file", options.tokens_file,
+                 "bearer tokens of the client API, hashed, one per line: NAME ROLE sha256:HEX "
+                 "(accumulus tokens add); default: none, every client is admin")
+      ->envname("ACCUMULUS_TOKENS_FILE");
   app.add_flag("--insecure", options.tls.insecure,
                "serve plaintext gRPC: no TLS, and any peer may register as a worker");
   app.add_option("--health-listen", options.health_listen_address,

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -43,8 +44,9 @@ threads: {intra_op: 1, blas: 1}
 
 TEST(ControlPlane, ASecondControllerOnTheSameStateRefusesAndNamesTheFirst) {
   TestCluster cluster;
-  const SpawnOptions options = StandaloneController(
-      cluster.controller_data_dir(), cluster.dir() + "/second-controller.log", ControllerTlsArgs());
+  const SpawnOptions options =
+      StandaloneController(cluster.controller_data_dir(), cluster.dir() + "/second-controller.log",
+                           ControllerSecurityArgs());
   auto second = Subprocess::Spawn(options);
   ASSERT_TRUE(second.ok()) << second.status().ToString();
   const Subprocess::ExitInfo exit = (*second)->Wait();
@@ -59,6 +61,41 @@ TEST(ControlPlane, ASecondControllerOnTheSameStateRefusesAndNamesTheFirst) {
   // The first still serves.
   CliResult listed = cluster.Cli({"list"});
   EXPECT_EQ(listed.exit_code, 0) << listed.stderr_text;
+}
+
+// A client that retries a submit (its reply lost to a crash) with the same
+// request id gets the job its first try made, also from a restarted
+// controller; a fresh state never hands out an id the old one did.
+TEST(ControlPlane, ASubmitRetriedWithItsRequestIdMakesOneJobAcrossARestart) {
+  TestCluster cluster;
+  const std::string spec = cluster.WriteSpec("small.yaml", kSmallJob);
+  const CliResult first = cluster.Cli({"-o", "json", "submit", spec, "--request-id", "nightly-7"});
+  ASSERT_EQ(first.exit_code, 0) << first.stderr_text;
+  const v1::Job job = FromJson<v1::Job>(first.lines.at(0));
+  EXPECT_EQ(job.request_id(), "nightly-7");
+  EXPECT_EQ(job.owner(), "admin");
+
+  cluster.RestartController();
+  const CliResult retry = cluster.Cli({"-o", "json", "submit", spec, "--request-id", "nightly-7"});
+  ASSERT_EQ(retry.exit_code, 0) << retry.stderr_text;
+  EXPECT_EQ(FromJson<v1::Job>(retry.lines.at(0)).id(), job.id());
+  const CliResult listed = cluster.Cli({"-o", "json", "list"});
+  ASSERT_EQ(listed.exit_code, 0) << listed.stderr_text;
+  EXPECT_EQ(FromJson<v1::ListJobsResponse>(listed.lines.at(0)).jobs_size(), 1);
+
+  // Another spec under the same id is refused, naming the job it made.
+  const CliResult reused =
+      cluster.Cli({"submit", cluster.WriteSpec("other.yaml", std::string(kSmallJob) + "seed: 9\n"),
+                   "--request-id", "nightly-7"});
+  EXPECT_EQ(reused.exit_code, 1);
+  EXPECT_NE(reused.stderr_text.find("request_id nightly-7 made " + job.id()), std::string::npos)
+      << reused.stderr_text;
+
+  // A new state (the old one deleted) starts with new ids.
+  cluster.RestartController([&] { std::filesystem::remove_all(cluster.controller_data_dir()); });
+  const CliResult fresh = cluster.Cli({"-o", "json", "submit", spec});
+  ASSERT_EQ(fresh.exit_code, 0) << fresh.stderr_text;
+  EXPECT_NE(FromJson<v1::Job>(fresh.lines.at(0)).id(), job.id());
 }
 
 // With a retention of one finished job, a data-parallel job that failed on

@@ -115,7 +115,7 @@ TEST(ControllerRestart, AGarbledStateFileIsAClearErrorNotACrash) {
   const TempDir temp;
   std::ofstream(temp.path() + "/state.db") << std::string(4096, 'x');
   const SpawnOptions options =
-      StandaloneController(temp.path(), temp.path() + "/controller.log", ControllerTlsArgs());
+      StandaloneController(temp.path(), temp.path() + "/controller.log", ControllerSecurityArgs());
   auto controller = Subprocess::Spawn(options);
   ASSERT_TRUE(controller.ok()) << controller.status().ToString();
   const Subprocess::ExitInfo exit = (*controller)->Wait();

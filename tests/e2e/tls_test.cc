@@ -101,7 +101,10 @@ TEST(Tls, ClientsAreServedOnlyOverTlsWithTheControllersCa) {
   const TempDir other;
   const std::string wrong = OtherCertificates(other.path() + "/other");
 
-  EXPECT_EQ(ListWith(cluster, {"--ca-file", TestCertificates() + "/ca.pem"}).exit_code, 0);
+  EXPECT_EQ(ListWith(cluster, {"--ca-file", TestCertificates() + "/ca.pem", "--token-file",
+                               TestTokenFiles().viewer})
+                .exit_code,
+            0);
   const CliResult plaintext = ListWith(cluster, {"--insecure"});
   EXPECT_EQ(plaintext.exit_code, 1);
   EXPECT_NE(plaintext.stderr_text.find("not reachable"), std::string::npos)
@@ -191,7 +194,7 @@ std::unique_ptr<Subprocess> StartController(const std::string& dir,
 // health service and nothing else.
 TEST(Tls, TheHealthPortIsPlaintextAndServesOnlyHealth) {
   const TempDir temp;
-  std::vector<std::string> args = ControllerTlsArgs();
+  std::vector<std::string> args = ControllerSecurityArgs();
   args.insert(args.end(), {"--health-listen", "127.0.0.1:0"});
   std::string health_address;
   const auto controller = StartController(temp.path(), args, "health_port", &health_address);

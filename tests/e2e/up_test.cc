@@ -31,13 +31,17 @@ TEST(Up, RunsAJobAndStopsEverythingOnInterrupt) {
 
   // The job can only succeed once the worker registered and ran it.
   SpawnOptions submit;
-  // TLS by default, with the certificates `up` made under its data dir.
+  // TLS and tokens by default, with the certificates and the admin token
+  // `up` made under its data dir.
   const std::string ca = dir + "/data/tls/ca.pem";
+  const std::string token = dir + "/data/admin.token";
   submit.argv = {BinaryDir() + "/accumulus",
                  "--controller",
                  address,
                  "--ca-file",
                  ca,
+                 "--token-file",
+                 token,
                  "submit",
                  std::string(ACCUMULUS_SOURCE_DIR) + "/examples/jobs/short-last-window.yaml",
                  "--watch"};
@@ -59,6 +63,8 @@ TEST(Up, RunsAJobAndStopsEverythingOnInterrupt) {
                address,
                "--ca-file",
                ca,
+               "--token-file",
+               token,
                "--timeout",
                "1",
                "list"};

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <regex>
+#include <set>
+
 #include "common/metrics/registry.h"
 #include "common/mutex.h"
 #include "tests/support/temp_dir.h"
@@ -56,6 +59,9 @@ v1::AssignmentStatus Ended(const std::string& job_id, v1::JobState state, const 
 // A lost worker's ranks already past their lease: nothing to wait for.
 constexpr std::chrono::steady_clock::time_point kFenceOver{};
 
+// Who submits the jobs of these tests.
+constexpr char kOwner[] = "alice";
+
 class JobManagerTest : public ::testing::Test {
  protected:
   // A sender that records what the worker was told.
@@ -69,9 +75,52 @@ class JobManagerTest : public ::testing::Test {
   JobManager jobs_{&metrics_};
 };
 
+TEST_F(JobManagerTest, JobIdsAreRandomAndNeverRepeat) {
+  std::set<std::string> ids;
+  for (int i = 0; i < 1000; ++i) {
+    const std::string id = jobs_.Submit(SmallSpec(), kOwner)->id();
+    ASSERT_TRUE(std::regex_match(id, std::regex("job-[0-9a-hjkmnp-tv-z]{12}"))) << id;
+    EXPECT_TRUE(ids.insert(id).second) << id;
+  }
+}
+
+TEST_F(JobManagerTest, ARetriedSubmitReturnsTheJobItsRequestMade) {
+  const StatusOr<v1::Job> first = jobs_.Submit(SmallSpec(), "alice", "nightly-1");
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(first->request_id(), "nightly-1");
+  const StatusOr<v1::Job> retry = jobs_.Submit(SmallSpec(), "alice", "nightly-1");
+  ASSERT_TRUE(retry.ok()) << retry.status().ToString();
+  EXPECT_EQ(retry->id(), first->id());
+  EXPECT_EQ(jobs_.List().size(), 1u) << "no second job";
+
+  // Another owner's request of the same id is another request.
+  const StatusOr<v1::Job> bobs = jobs_.Submit(SmallSpec(), "bob", "nightly-1");
+  ASSERT_TRUE(bobs.ok());
+  EXPECT_NE(bobs->id(), first->id());
+
+  // The same id for another spec is a mistake, not a retry.
+  v1::JobSpec other = SmallSpec();
+  other.set_max_steps(other.max_steps() + 1);
+  const StatusOr<v1::Job> reused = jobs_.Submit(other, "alice", "nightly-1");
+  EXPECT_EQ(reused.status().code(), StatusCode::kAlreadyExists);
+  EXPECT_NE(reused.status().message().find("request_id nightly-1 made " + first->id() +
+                                           " with a different spec"),
+            std::string::npos)
+      << reused.status().message();
+  EXPECT_EQ(jobs_.List().size(), 2u);
+
+  for (const std::string& bad :
+       {std::string(129, 'a'), std::string("a b"), std::string("x\n"), std::string("é")}) {
+    const StatusOr<v1::Job> refused = jobs_.Submit(SmallSpec(), "alice", bad);
+    EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(refused.status().message().find("request_id"), std::string::npos);
+  }
+  EXPECT_EQ(jobs_.List().size(), 2u);
+}
+
 TEST_F(JobManagerTest, QueuesUntilAWorkerHasAFreeSlotThenAssignsFifo) {
-  const std::string first = jobs_.Submit(SmallSpec())->id();
-  const std::string second = jobs_.Submit(SmallSpec())->id();
+  const std::string first = jobs_.Submit(SmallSpec(), kOwner)->id();
+  const std::string second = jobs_.Submit(SmallSpec(), kOwner)->id();
   EXPECT_EQ(State(first), v1::JOB_STATE_QUEUED);
 
   std::vector<v1::ControllerMessage> inbox;
@@ -93,7 +142,7 @@ TEST_F(JobManagerTest, QueuesUntilAWorkerHasAFreeSlotThenAssignsFifo) {
 TEST_F(JobManagerTest, ALostWorkerFailsItsJobsWithTheReason) {
   std::vector<v1::ControllerMessage> inbox;
   const uint64_t session = jobs_.WorkerConnected(Worker("w1", 1), Inbox(&inbox));
-  const std::string id = jobs_.Submit(SmallSpec())->id();
+  const std::string id = jobs_.Submit(SmallSpec(), kOwner)->id();
   jobs_.WorkerGone("w1", session, "keepalive timed out", kFenceOver);
   EXPECT_EQ(State(id), v1::JOB_STATE_FAILED);
   EXPECT_EQ(jobs_.Get(id)->reason(), "worker w1 lost: keepalive timed out");
@@ -108,7 +157,7 @@ TEST_F(JobManagerTest, ALostWorkersRanksAreFencedUntilTheyAreKnownToHaveStopped)
   const uint64_t w1 = jobs_.WorkerConnected(Worker("w1", 1), Inbox(&a));
   v1::JobSpec spec = SmallSpec();
   spec.set_max_restarts(1);
-  const std::string id = jobs_.Submit(spec)->id();
+  const std::string id = jobs_.Submit(spec, kOwner)->id();
   ASSERT_EQ(a.back().assign().attempt(), 1);
   jobs_.WorkerConnected(Worker("w2", 1), Inbox(&b));
   jobs_.WorkerGone("w1", w1, "no message for 3000 ms",
@@ -131,7 +180,7 @@ TEST_F(JobManagerTest, ASupersededAttemptsEventsAreRecordedAsStaleOnce) {
   const uint64_t w1 = jobs_.WorkerConnected(Worker("w1", 1), Inbox(&a));
   v1::JobSpec spec = SmallSpec();
   spec.set_max_restarts(1);
-  const std::string id = jobs_.Submit(spec)->id();
+  const std::string id = jobs_.Submit(spec, kOwner)->id();
   auto steps = [&](int32_t attempt, int64_t first, int64_t last) {
     v1::TrainerEvents events;
     events.set_job_id(id);
@@ -169,8 +218,8 @@ TEST_F(JobManagerTest, ASupersededAttemptsEventsAreRecordedAsStaleOnce) {
 TEST_F(JobManagerTest, AReconnectKeepsTheJobsTheWorkerStillRuns) {
   std::vector<v1::ControllerMessage> inbox;
   const uint64_t old_session = jobs_.WorkerConnected(Worker("w1", 2), Inbox(&inbox));
-  const std::string kept = jobs_.Submit(SmallSpec())->id();
-  const std::string lost = jobs_.Submit(SmallSpec())->id();
+  const std::string kept = jobs_.Submit(SmallSpec(), kOwner)->id();
+  const std::string lost = jobs_.Submit(SmallSpec(), kOwner)->id();
 
   v1::Register again = Worker("w1", 2);
   again.add_running_job_ids(kept);
@@ -186,7 +235,7 @@ TEST_F(JobManagerTest, AReconnectKeepsTheJobsTheWorkerStillRuns) {
 }
 
 TEST_F(JobManagerTest, CancelOfAQueuedJobEndsItAtOnce) {
-  const std::string id = jobs_.Submit(SmallSpec())->id();
+  const std::string id = jobs_.Submit(SmallSpec(), kOwner)->id();
   StatusOr<v1::Job> job = jobs_.Cancel(id, "");
   ASSERT_TRUE(job.ok());
   EXPECT_EQ(job->state(), v1::JOB_STATE_CANCELLED);
@@ -197,7 +246,7 @@ TEST_F(JobManagerTest, CancelOfAQueuedJobEndsItAtOnce) {
 TEST_F(JobManagerTest, EventsGetConsecutiveSequenceNumbers) {
   std::vector<v1::ControllerMessage> inbox;
   jobs_.WorkerConnected(Worker("w1", 1), Inbox(&inbox));
-  const std::string id = jobs_.Submit(SmallSpec())->id();
+  const std::string id = jobs_.Submit(SmallSpec(), kOwner)->id();
   v1::TrainerEvents events;
   events.set_job_id(id);
   events.add_events()->mutable_step()->set_step(1);
@@ -229,7 +278,7 @@ TEST_F(JobManagerTest, GangPlacesAllRanksAcrossWorkersWithOneRendezvous) {
   std::vector<v1::ControllerMessage> a, b;
   jobs_.WorkerConnected(Worker("w1", 1), Inbox(&a));
   jobs_.WorkerConnected(Worker("w2", 1), Inbox(&b));
-  const std::string id = jobs_.Submit(Devices(2))->id();
+  const std::string id = jobs_.Submit(Devices(2), kOwner)->id();
   ASSERT_EQ(a.size(), 1u);
   ASSERT_EQ(b.size(), 1u);
   EXPECT_EQ(a[0].assign().ranks(0), 0);  // ties go by worker id
@@ -255,7 +304,7 @@ TEST_F(JobManagerTest, PacksOntoOneWorkerWhenItFits) {
   std::vector<v1::ControllerMessage> big, small;
   jobs_.WorkerConnected(Worker("big", 4), Inbox(&big));
   jobs_.WorkerConnected(Worker("small", 2), Inbox(&small));
-  ASSERT_TRUE(jobs_.Submit(Devices(2)).ok());
+  ASSERT_TRUE(jobs_.Submit(Devices(2), kOwner).ok());
   EXPECT_TRUE(big.empty()) << "best fit leaves the larger worker whole";
   ASSERT_EQ(small.size(), 1u);
   EXPECT_EQ(small[0].assign().ranks_size(), 2);
@@ -265,11 +314,11 @@ TEST_F(JobManagerTest, AJobLargerThanThePoolWaitsAsideWithAReason) {
   std::vector<v1::ControllerMessage> a, b;
   jobs_.WorkerConnected(Worker("w1", 1), Inbox(&a));
   jobs_.WorkerConnected(Worker("w2", 1), Inbox(&b));
-  const std::string big = jobs_.Submit(Devices(3))->id();
+  const std::string big = jobs_.Submit(Devices(3), kOwner)->id();
   EXPECT_EQ(State(big), v1::JOB_STATE_QUEUED);
   EXPECT_EQ(jobs_.Get(big)->reason(), "needs 3 device slots; the pool has 2 (w1 1, w2 1)");
   // It blocks nobody behind it.
-  const std::string small = jobs_.Submit(Devices(2))->id();
+  const std::string small = jobs_.Submit(Devices(2), kOwner)->id();
   EXPECT_EQ(State(small), v1::JOB_STATE_STARTING);
 }
 
@@ -277,8 +326,8 @@ TEST_F(JobManagerTest, GangJobsRunOneAfterTheOtherWithoutInterleaving) {
   std::vector<v1::ControllerMessage> a, b;
   jobs_.WorkerConnected(Worker("w1", 1), Inbox(&a));
   jobs_.WorkerConnected(Worker("w2", 1), Inbox(&b));
-  const std::string first = jobs_.Submit(Devices(2))->id();
-  const std::string second = jobs_.Submit(Devices(2))->id();
+  const std::string first = jobs_.Submit(Devices(2), kOwner)->id();
+  const std::string second = jobs_.Submit(Devices(2), kOwner)->id();
   EXPECT_EQ(State(second), v1::JOB_STATE_QUEUED);
   EXPECT_EQ(a.size(), 1u);
 
@@ -295,7 +344,7 @@ TEST_F(JobManagerTest, ARankFailureFailsTheJobAndCancelsTheOtherRanks) {
   std::vector<v1::ControllerMessage> a, b;
   jobs_.WorkerConnected(Worker("w1", 1), Inbox(&a));
   jobs_.WorkerConnected(Worker("w2", 1), Inbox(&b));
-  const std::string id = jobs_.Submit(Devices(2))->id();
+  const std::string id = jobs_.Submit(Devices(2), kOwner)->id();
   const v1::AssignmentStatus failed =
       Ended(id, v1::JOB_STATE_FAILED, "rank 1 on worker w2: killed by signal 9");
   jobs_.RecordStatus("w2", failed);
@@ -312,7 +361,7 @@ TEST_F(JobManagerTest, MergesTheRanksStepReportsIntoOneEvent) {
   std::vector<v1::ControllerMessage> a, b;
   jobs_.WorkerConnected(Worker("w1", 1), Inbox(&a));
   jobs_.WorkerConnected(Worker("w2", 1), Inbox(&b));
-  const std::string id = jobs_.Submit(Devices(2))->id();
+  const std::string id = jobs_.Submit(Devices(2), kOwner)->id();
   auto report = [&](const std::string& worker, int rank, double comm) {
     v1::TrainerEvents events;
     events.set_job_id(id);
@@ -365,7 +414,7 @@ TEST_F(JobManagerTest, AFailedAttemptRestartsOnceItsRanksHaveStopped) {
   jobs_.WorkerConnected(Worker("w2", 1), Inbox(&b));
   v1::JobSpec spec = Devices(2);
   spec.set_max_restarts(1);
-  const std::string id = jobs_.Submit(spec)->id();
+  const std::string id = jobs_.Submit(spec, kOwner)->id();
   EXPECT_EQ(jobs_.Get(id)->attempt(), 1);
 
   jobs_.RecordStatus("w2", Ended(id, v1::JOB_STATE_FAILED, "rank 1 on worker w2: killed"));
@@ -395,7 +444,7 @@ TEST_F(JobManagerTest, APermanentFailureIsNotRestarted) {
   jobs_.WorkerConnected(Worker("w1", 1), Inbox(&inbox));
   v1::JobSpec spec = SmallSpec();
   spec.set_max_restarts(3);
-  const std::string id = jobs_.Submit(spec)->id();
+  const std::string id = jobs_.Submit(spec, kOwner)->id();
   jobs_.RecordStatus("w1", Ended(id, v1::JOB_STATE_FAILED, "data.path: no such file", true));
   EXPECT_EQ(State(id), v1::JOB_STATE_FAILED);
   EXPECT_EQ(jobs_.Get(id)->attempts_size(), 0);
@@ -406,7 +455,7 @@ TEST_F(JobManagerTest, ALostWorkersJobRestartsElsewhere) {
   const uint64_t session = jobs_.WorkerConnected(Worker("w1", 1), Inbox(&a));
   v1::JobSpec spec = SmallSpec();
   spec.set_max_restarts(1);
-  const std::string id = jobs_.Submit(spec)->id();
+  const std::string id = jobs_.Submit(spec, kOwner)->id();
   ASSERT_EQ(jobs_.Get(id)->worker_id(), "w1");
   jobs_.WorkerGone("w1", session, "heartbeat lost", kFenceOver);
   EXPECT_EQ(State(id), v1::JOB_STATE_QUEUED) << "nothing left to stop: queued at once";
@@ -424,7 +473,7 @@ TEST_F(JobManagerTest, CancellingARestartingJobEndsItCancelled) {
   jobs_.WorkerConnected(Worker("w2", 1), Inbox(&b));
   v1::JobSpec spec = Devices(2);
   spec.set_max_restarts(1);
-  const std::string id = jobs_.Submit(spec)->id();
+  const std::string id = jobs_.Submit(spec, kOwner)->id();
   jobs_.RecordStatus("w2", Ended(id, v1::JOB_STATE_FAILED, "rank 1: killed"));
   ASSERT_EQ(State(id), v1::JOB_STATE_RESTARTING);
   ASSERT_TRUE(jobs_.Cancel(id, "").ok());
@@ -438,7 +487,7 @@ TEST_F(JobManagerTest, AWorkerBackWithARankOfAMovedJobIsToldToStopIt) {
   const uint64_t session = jobs_.WorkerConnected(Worker("w1", 1), Inbox(&a));
   v1::JobSpec spec = SmallSpec();
   spec.set_max_restarts(1);
-  const std::string id = jobs_.Submit(spec)->id();
+  const std::string id = jobs_.Submit(spec, kOwner)->id();
   jobs_.WorkerGone("w1", session, "link dropped", kFenceOver);
   jobs_.WorkerConnected(Worker("w2", 1), Inbox(&b));
   ASSERT_EQ(jobs_.Get(id)->worker_id(), "w2") << "attempt 2 runs on w2";
@@ -462,7 +511,7 @@ TEST_F(JobManagerTest, ARestartWaitsForAWorkerStillStoppingTheJobsOldAttempt) {
   const uint64_t session = jobs_.WorkerConnected(Worker("w1", 1), Inbox(&a));
   v1::JobSpec spec = SmallSpec();
   spec.set_max_restarts(1);
-  const std::string id = jobs_.Submit(spec)->id();
+  const std::string id = jobs_.Submit(spec, kOwner)->id();
   jobs_.WorkerGone("w1", session, "link dropped", kFenceOver);
   ASSERT_EQ(State(id), v1::JOB_STATE_QUEUED) << "attempt 2 waits for devices";
   // w1 comes back, still running attempt 1: told to stop it, and attempt 2
@@ -506,8 +555,8 @@ TEST_F(RecoveryTest, JobsAndTheirEventsSurviveAndWorkersClaimTheirRanks) {
     JobManager before(&metrics_, store.get());
     std::vector<v1::ControllerMessage> inbox;
     before.WorkerConnected(Worker("w1", 1), Inbox(&inbox));
-    running = before.Submit(SmallSpec())->id();
-    queued = before.Submit(SmallSpec())->id();
+    running = before.Submit(SmallSpec(), kOwner)->id();
+    queued = before.Submit(SmallSpec(), kOwner)->id();
     before.RecordStatus("w1", Ended(running, v1::JOB_STATE_RUNNING, ""));
     before.RecordEvents("w1", StepReport(running, 1));
     last_sequence = Log(before, running)->last_sequence();
@@ -521,8 +570,11 @@ TEST_F(RecoveryTest, JobsAndTheirEventsSurviveAndWorkersClaimTheirRanks) {
   EXPECT_EQ(after.Get(running)->state(), v1::JOB_STATE_RUNNING);
   EXPECT_EQ(after.Get(running)->steps_done(), 1);
   EXPECT_EQ(after.Get(queued)->state(), v1::JOB_STATE_QUEUED);
+  EXPECT_EQ(after.Get(queued)->owner(), kOwner) << "the owner is part of the durable job";
   EXPECT_EQ(Log(after, running)->last_sequence(), last_sequence);
-  EXPECT_EQ(after.Submit(SmallSpec())->id(), "job-3") << "numbering continues";
+  const std::string next = after.Submit(SmallSpec(), kOwner)->id();
+  EXPECT_NE(next, running);
+  EXPECT_NE(next, queued);
 
   // The worker comes back still running its job: it keeps the slot, so the
   // queued job still waits.
@@ -544,12 +596,31 @@ TEST_F(RecoveryTest, JobsAndTheirEventsSurviveAndWorkersClaimTheirRanks) {
 // The store's writer shows an event to watchers only once it is in the
 // database: a watcher told of events finds each one it can see there, read
 // back by a second connection at that very moment.
+TEST_F(RecoveryTest, ARetryAfterARestartStillFindsItsJob) {
+  std::string id;
+  {
+    auto store = OpenStore();
+    JobManager before(&metrics_, store.get());
+    id = before.Submit(SmallSpec(), "alice", "req-7")->id();
+  }  // the controller dies before the client saw the reply
+
+  metrics::Registry registry;
+  ControllerMetrics metrics(&registry);
+  auto store = OpenStore();
+  JobManager after(&metrics, store.get());
+  ASSERT_TRUE(after.Recover(std::chrono::seconds(60)).ok());
+  const StatusOr<v1::Job> retry = after.Submit(SmallSpec(), "alice", "req-7");
+  ASSERT_TRUE(retry.ok()) << retry.status().ToString();
+  EXPECT_EQ(retry->id(), id);
+  EXPECT_EQ(after.List().size(), 1u);
+}
+
 TEST_F(RecoveryTest, AWatcherIsToldOfAnEventOnlyOnceItIsDurable) {
   auto store = OpenStore();
   JobManager jobs(&metrics_, store.get());
   std::vector<v1::ControllerMessage> inbox;
   jobs.WorkerConnected(Worker("w1", 1), Inbox(&inbox));
-  const std::string id = jobs.Submit(SmallSpec())->id();
+  const std::string id = jobs.Submit(SmallSpec(), kOwner)->id();
 
   class Checker final : public EventLog::Listener {
    public:
@@ -601,7 +672,7 @@ TEST_F(RecoveryTest, AWorkerMessageCompletesOnlyOnceItsEventsAreDurable) {
   JobManager jobs(&metrics_, store.get());
   std::vector<v1::ControllerMessage> inbox;
   jobs.WorkerConnected(Worker("w1", 1), Inbox(&inbox));
-  const std::string id = jobs.Submit(SmallSpec())->id();
+  const std::string id = jobs.Submit(SmallSpec(), kOwner)->id();
   jobs.RecordStatus("w1", Ended(id, v1::JOB_STATE_RUNNING, ""));
 
   v1::WorkerMessage message;
@@ -638,7 +709,7 @@ TEST_F(RecoveryTest, RanksOnAWorkerThatNeverReturnsAreLost) {
     JobManager before(&metrics_, store.get());
     std::vector<v1::ControllerMessage> inbox;
     before.WorkerConnected(Worker("w1", 1), Inbox(&inbox));
-    id = before.Submit(SmallSpec())->id();
+    id = before.Submit(SmallSpec(), kOwner)->id();
   }
   metrics::Registry registry;
   ControllerMetrics metrics(&registry);
@@ -656,7 +727,7 @@ TEST_F(JobManagerTest, OnlyTheNewestFinishedJobsAreKept) {
   jobs_.set_keep_finished(2);
   std::vector<std::string> ids;
   for (int i = 0; i < 4; ++i) {
-    ids.push_back(jobs_.Submit(SmallSpec())->id());
+    ids.push_back(jobs_.Submit(SmallSpec(), kOwner)->id());
     jobs_.RecordStatus("w1", Ended(ids.back(), v1::JOB_STATE_SUCCEEDED, ""));
   }
   jobs_.Expire();
@@ -674,13 +745,13 @@ TEST_F(JobManagerTest, AFinishedJobWhoseRanksStillStopKeepsItsSlotsUntilTheyAreF
   jobs_.WorkerConnected(Worker("w1", 1), Inbox(&a));
   const uint64_t w2 = jobs_.WorkerConnected(Worker("w2", 1), Inbox(&b));
   jobs_.set_keep_finished(1);
-  const std::string gang = jobs_.Submit(Devices(2))->id();
+  const std::string gang = jobs_.Submit(Devices(2), kOwner)->id();
   ASSERT_EQ(State(gang), v1::JOB_STATE_STARTING);
   jobs_.RecordStatus("w1", Ended(gang, v1::JOB_STATE_FAILED, "rank 0 crashed"));
   ASSERT_EQ(State(gang), v1::JOB_STATE_FAILED);  // max_restarts 0
   // w1 is free again: two one-device jobs finish there, past the retention.
   for (int i = 0; i < 2; ++i) {
-    const std::string small = jobs_.Submit(SmallSpec())->id();
+    const std::string small = jobs_.Submit(SmallSpec(), kOwner)->id();
     jobs_.RecordStatus("w1", Ended(small, v1::JOB_STATE_SUCCEEDED, ""));
   }
   jobs_.Expire();
@@ -689,7 +760,7 @@ TEST_F(JobManagerTest, AFinishedJobWhoseRanksStillStopKeepsItsSlotsUntilTheyAreF
   jobs_.WorkerGone("w2", w2, "killed", kFenceOver);  // must not crash
   std::vector<v1::ControllerMessage> c;
   jobs_.WorkerConnected(Worker("w2", 1), Inbox(&c));
-  const std::string next = jobs_.Submit(Devices(2))->id();
+  const std::string next = jobs_.Submit(Devices(2), kOwner)->id();
   EXPECT_EQ(State(next), v1::JOB_STATE_STARTING)
       << "no slot stays held: " << jobs_.Get(next)->reason();
   jobs_.Expire();
@@ -701,7 +772,7 @@ TEST_F(JobManagerTest, AnElasticJobTakesTheDevicesThatAreFreeAndKeepsTheGlobalBa
   jobs_.WorkerConnected(Worker("w1", 1), Inbox(&inbox));
   v1::JobSpec spec = Devices(2);  // 8 × 2 × 2 = 32
   spec.set_min_devices(1);
-  const v1::Job job = *jobs_.Submit(spec);
+  const v1::Job job = *jobs_.Submit(spec, kOwner);
   EXPECT_EQ(job.state(), v1::JOB_STATE_STARTING) << "one of 1..2 devices is enough";
   EXPECT_EQ(job.batch().devices(), 1);
   EXPECT_EQ(job.batch().global_batch(), 32);

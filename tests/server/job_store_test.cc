@@ -43,16 +43,18 @@ class JobStoreTest : public ::testing::Test {
 TEST_F(JobStoreTest, JobsAndEventsComeBackAfterAReopen) {
   {
     auto store = Open();
-    ASSERT_TRUE(store->Record(JobIn("job-2", v1::JOB_STATE_QUEUED), {}).ok());
+    ASSERT_TRUE(store->Record(JobIn("job-zz", v1::JOB_STATE_QUEUED), {}).ok());
     for (int64_t s = 1; s <= 3; ++s) {
       const v1::JobEvent e = StepEvent(s, s);
-      ASSERT_TRUE(store->Record(JobIn("job-10", v1::JOB_STATE_RUNNING), {&e}).ok());
+      ASSERT_TRUE(store->Record(JobIn("job-aa", v1::JOB_STATE_RUNNING), {&e}).ok());
     }
+    // A later change keeps a job's place.
+    ASSERT_TRUE(store->Record(JobIn("job-zz", v1::JOB_STATE_QUEUED), {}).ok());
   }
   auto loaded = Open()->Load();
   ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
   ASSERT_EQ(loaded->size(), 2u);
-  EXPECT_EQ((*loaded)[0].job.id(), "job-2") << "submission order, not text order";
+  EXPECT_EQ((*loaded)[0].job.id(), "job-zz") << "submission order, not text order";
   EXPECT_EQ((*loaded)[1].job.state(), v1::JOB_STATE_RUNNING);
   ASSERT_EQ((*loaded)[1].events.size(), 3u);
   EXPECT_EQ((*loaded)[1].events[2].step().step(), 3);

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+#include <tuple>
 
 #include "accumulus/v1/controller.pb.h"
 #include "tests/support/free_port.h"
@@ -49,10 +50,36 @@ const std::string& TestCertificates() {
   return *dir;
 }
 
-std::vector<std::string> ControllerTlsArgs() {
+const TestTokens& TestTokenFiles() {
+  static const TestTokens* const tokens = [] {
+    char pattern[] = "/tmp/accumulus-test-tokens-XXXXXX";
+    if (mkdtemp(pattern) == nullptr) throw std::runtime_error("mkdtemp failed");
+    const std::string dir = pattern;
+    auto* made = new TestTokens{dir + "/tokens", dir + "/admin.token", dir + "/alice.token",
+                                dir + "/bob.token", dir + "/victor.token"};
+    for (const auto& [name, role, file] :
+         std::vector<std::tuple<std::string, std::string, std::string>>{
+             {"admin", "admin", made->admin},
+             {"alice", "submitter", made->alice},
+             {"bob", "submitter", made->bob},
+             {"victor", "viewer", made->viewer}}) {
+      SpawnOptions options;
+      options.argv = {BinaryDir() + "/accumulus", "tokens", "add", name, role, "--file",
+                      made->tokens_file,          "--out",  file};
+      options.log_path = dir + "/" + name + ".log";
+      if (!SpawnOrThrow(options)->Wait().success) {
+        throw std::runtime_error("issuing the test tokens failed: " + ReadFile(options.log_path));
+      }
+    }
+    return made;
+  }();
+  return *tokens;
+}
+
+std::vector<std::string> ControllerSecurityArgs() {
   const std::string& d = TestCertificates();
-  return {"--tls-cert",  d + "/controller.pem", "--tls-key", d + "/controller-key.pem",
-          "--worker-ca", d + "/ca.pem"};
+  return {"--tls-cert",  d + "/controller.pem", "--tls-key",     d + "/controller-key.pem",
+          "--worker-ca", d + "/ca.pem",         "--tokens-file", TestTokenFiles().tokens_file};
 }
 
 std::vector<std::string> WorkerTlsArgs() {
@@ -61,7 +88,9 @@ std::vector<std::string> WorkerTlsArgs() {
           d + "/worker.pem", "--tls-key",   d + "/worker-key.pem"};
 }
 
-std::vector<std::string> CliTlsArgs() { return {"--ca-file", TestCertificates() + "/ca.pem"}; }
+std::vector<std::string> CliSecurityArgs() {
+  return {"--ca-file", TestCertificates() + "/ca.pem", "--token-file", TestTokenFiles().admin};
+}
 
 SpawnOptions StandaloneController(const std::string& data_dir, const std::string& log_path,
                                   const std::vector<std::string>& args) {
@@ -104,7 +133,7 @@ void TestCluster::StartController(int grpc_port) {
       // 1 s — a controller restart (well under a second here)
       // stops no trainer.
       "--heartbeat-ms", "1000", "--lost-worker-ms", "4000", "--data-dir", controller_data_dir()};
-  const std::vector<std::string> tls = ControllerTlsArgs();
+  const std::vector<std::string> tls = ControllerSecurityArgs();
   options.argv.insert(options.argv.end(), tls.begin(), tls.end());
   options.argv.insert(options.argv.end(), controller_args_.begin(), controller_args_.end());
   options.capture_stdout = true;
@@ -205,11 +234,17 @@ std::string TestCluster::controller_address() const {
 
 std::unique_ptr<Subprocess> TestCluster::StartCli(const std::vector<std::string>& args,
                                                   std::string* stderr_path) const {
+  return SpawnCli(TestTokenFiles().admin, args, stderr_path);
+}
+
+std::unique_ptr<Subprocess> TestCluster::SpawnCli(const std::string& token_file,
+                                                  const std::vector<std::string>& args,
+                                                  std::string* stderr_path) const {
   static std::atomic<int> counter{0};
   SpawnOptions options;
-  options.argv = {BinaryDir() + "/accumulus", "--controller", controller_address()};
-  const std::vector<std::string> tls = CliTlsArgs();
-  options.argv.insert(options.argv.end(), tls.begin(), tls.end());
+  options.argv = {BinaryDir() + "/accumulus", "--controller", controller_address(), "--ca-file",
+                  TestCertificates() + "/ca.pem"};
+  if (!token_file.empty()) options.argv.insert(options.argv.end(), {"--token-file", token_file});
   options.argv.insert(options.argv.end(), args.begin(), args.end());
   options.capture_stdout = true;
   options.log_path = dir_ + "/cli-" + std::to_string(++counter) + ".stderr";
@@ -218,8 +253,13 @@ std::unique_ptr<Subprocess> TestCluster::StartCli(const std::vector<std::string>
 }
 
 CliResult TestCluster::Cli(const std::vector<std::string>& args) const {
+  return CliAs(TestTokenFiles().admin, args);
+}
+
+CliResult TestCluster::CliAs(const std::string& token_file,
+                             const std::vector<std::string>& args) const {
   std::string stderr_path;
-  std::unique_ptr<Subprocess> cli = StartCli(args, &stderr_path);
+  std::unique_ptr<Subprocess> cli = SpawnCli(token_file, args, &stderr_path);
   CliResult result;
   std::string line;
   while (cli->ReadLine(&line)) result.lines.push_back(line);

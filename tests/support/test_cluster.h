@@ -23,11 +23,23 @@ std::string BinaryDir();
 // beforehand: the GPU bundle), else made once, with the script beside the
 // binaries, in a temporary directory.
 const std::string& TestCertificates();
-// The flags that give each process TLS with them: the controller's
-// certificate and worker CA, a worker's client certificate, the CLI's CA.
-std::vector<std::string> ControllerTlsArgs();
+// Bearer tokens of every cluster in this test process, issued with
+// `accumulus tokens add` into one tokens file, each in a file a CLI's
+// --token-file names.
+struct TestTokens {
+  std::string tokens_file;
+  std::string admin;   // name "admin", role admin
+  std::string alice;   // "alice", submitter
+  std::string bob;     // "bob", submitter
+  std::string viewer;  // "victor", viewer
+};
+const TestTokens& TestTokenFiles();
+// The flags that give each process TLS with them, and tokens: the
+// controller's certificate, worker CA and tokens file; a worker's client
+// certificate; the CLI's CA and the admin's token.
+std::vector<std::string> ControllerSecurityArgs();
 std::vector<std::string> WorkerTlsArgs();
-std::vector<std::string> CliTlsArgs();
+std::vector<std::string> CliSecurityArgs();
 
 // A controller started on its own, not a TestCluster's: a free loopback
 // port, no /metrics, its state in `data_dir`, stderr to `log_path`, `args`
@@ -72,10 +84,13 @@ class TestCluster {
   bool WaitForWorkers(const std::vector<std::string>& ids,
                       std::chrono::steady_clock::time_point deadline) const;
 
-  // Runs the CLI against this controller to completion.
+  // Runs the CLI against this controller to completion, as the admin.
   CliResult Cli(const std::vector<std::string>& args) const;
-  // Starts the CLI against this controller, stdout captured line by line.
-  // `stderr_path`, if given, receives the file its stderr goes to.
+  // The same with the token in `token_file` ("": none).
+  CliResult CliAs(const std::string& token_file, const std::vector<std::string>& args) const;
+  // Starts the CLI against this controller, as the admin, stdout captured
+  // line by line. `stderr_path`, if given, receives the file its stderr
+  // goes to.
   std::unique_ptr<Subprocess> StartCli(const std::vector<std::string>& args,
                                        std::string* stderr_path = nullptr) const;
 
@@ -84,6 +99,9 @@ class TestCluster {
 
  private:
   void StartController(int grpc_port);
+  std::unique_ptr<Subprocess> SpawnCli(const std::string& token_file,
+                                       const std::vector<std::string>& args,
+                                       std::string* stderr_path) const;
   Subprocess* WorkerProcess(const std::string& id) const;
 
   const std::vector<std::string> controller_args_;

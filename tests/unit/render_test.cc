@@ -57,6 +57,7 @@ TEST(Render, JobTableColumnsLineUpWhateverTheValues) {
   a->set_steps_done(3);
   a->set_steps_total(40);
   a->set_worker_id("w1");
+  a->set_owner("alice");
   v1::Job* b = jobs.add_jobs();
   b->set_id("job-12345");
   b->set_state(v1::JOB_STATE_SUCCEEDED);
@@ -68,7 +69,7 @@ TEST(Render, JobTableColumnsLineUpWhateverTheValues) {
   b->mutable_last_step()->set_loss(0.25);
   const auto lines = Lines(JobTable(jobs));
   ASSERT_EQ(lines.size(), 3u);
-  for (const char* column : {"STATE", "NAME", "BATCH", "STEPS", "LOSS", "WORKER"}) {
+  for (const char* column : {"STATE", "NAME", "OWNER", "BATCH", "STEPS", "LOSS", "WORKER"}) {
     const size_t at = ColumnOf(lines[0], column);
     ASSERT_NE(at, std::string::npos) << column;
     for (size_t row = 1; row < lines.size(); ++row) {
@@ -81,6 +82,7 @@ TEST(Render, JobTableColumnsLineUpWhateverTheValues) {
   EXPECT_NE(Joined(lines[2]).find("1024 = 64×8×2"), std::string::npos) << Joined(lines[2]);
   EXPECT_NE(Joined(lines[2]).find("0.2500"), std::string::npos) << Joined(lines[2]);
   EXPECT_NE(Joined(lines[1]).find("3/40"), std::string::npos) << Joined(lines[1]);
+  EXPECT_NE(Joined(lines[1]).find("alice"), std::string::npos) << Joined(lines[1]);
 }
 
 TEST(Render, WorkerTableShowsEachSlotAndItsJobAligned) {
