@@ -175,11 +175,15 @@ std::string JobDetails(const v1::Job& j) {
   }
   if (j.has_runtime()) out << "threads:      " << ThreadsText(j.runtime()) << "\n";
   if (j.attempt() > 1 || j.spec().max_restarts() > 0) {
-    out << "attempt:      " << j.attempt() << " of at most " << j.spec().max_restarts() + 1 << "\n";
+    // An attempt its worker's shutdown ended spent no restart.
+    const auto preempted = std::count_if(j.attempts().begin(), j.attempts().end(),
+                                         [](const v1::Attempt& a) { return a.preempted(); });
+    out << "attempt:      " << j.attempt() << " of at most "
+        << j.spec().max_restarts() + 1 + preempted << "\n";
   }
   for (const auto& a : j.attempts()) {
     out << "  attempt " << a.number() << " ended after step " << a.last_step() << ": " << a.reason()
-        << "\n";
+        << (a.preempted() ? " (no restart spent)" : "") << "\n";
   }
   if (j.has_last_step()) {
     const v1::StepMetrics& m = j.last_step();

@@ -118,7 +118,8 @@ StatusOr<v1::Job> JobLifecycle::Resume(const std::string& job_id) {
                                       ": only a cancelled or failed job can be resumed");
   }
   finished_.erase(std::remove(finished_.begin(), finished_.end(), job_id), finished_.end());
-  RecordAttempt(&job, StateLabel(job.state()) + ": " + job.reason(), job.finished_at());
+  RecordAttempt(&job, StateLabel(job.state()) + ": " + job.reason(), /*preempted=*/false,
+                job.finished_at());
   NextAttempt(&job);
   job.clear_finished_at();
   queue_.push_back(job_id);
@@ -128,13 +129,14 @@ StatusOr<v1::Job> JobLifecycle::Resume(const std::string& job_id) {
   return job;
 }
 
-void JobLifecycle::RecordAttempt(v1::Job* job, const std::string& reason,
+void JobLifecycle::RecordAttempt(v1::Job* job, const std::string& reason, bool preempted,
                                  const google::protobuf::Timestamp& ended_at) {
   v1::Attempt* ended = job->add_attempts();
   ended->set_number(job->attempt());
   *ended->mutable_ended_at() = ended_at;
   ended->set_reason(reason);
   ended->set_last_step(job->steps_done());
+  ended->set_preempted(preempted);
 }
 
 void JobLifecycle::NextAttempt(v1::Job* job) {
@@ -161,17 +163,27 @@ void JobLifecycle::SetState(JobRecord* record, v1::JobState state, const std::st
 }
 
 void JobLifecycle::EndEarly(JobRecord* record, v1::JobState state, const std::string& reason,
-                            bool permanent) {
+                            Retry retry) {
   v1::Job& job = record->job;
   if (IsTerminal(job.state()) || job.state() == v1::JOB_STATE_RESTARTING) return;
   const bool cancelling = job.state() == v1::JOB_STATE_CANCELLING;
   // The other ranks cannot finish without this one.
   SendCancel(*record, "another rank of the job ended: " + reason);
   reports_->DropPending(job.id());
-  const int32_t restarts_used = job.attempt() - 1;
-  if (!cancelling && state == v1::JOB_STATE_FAILED && !permanent &&
+  if (!cancelling && state == v1::JOB_STATE_FAILED && retry == Retry::kFree) {
+    RecordAttempt(&job, reason, /*preempted=*/true, Now());
+    SetState(record, v1::JOB_STATE_RESTARTING,
+             "attempt " + std::to_string(job.attempt()) + " stopped (" + reason +
+                 "); it moves to another worker, spending no restart");
+    return;
+  }
+  const int32_t preemptions = static_cast<int32_t>(
+      std::count_if(job.attempts().begin(), job.attempts().end(),
+                    [](const v1::Attempt& attempt) { return attempt.preempted(); }));
+  const int32_t restarts_used = job.attempt() - 1 - preemptions;
+  if (!cancelling && state == v1::JOB_STATE_FAILED && retry == Retry::kAllowed &&
       restarts_used < job.spec().max_restarts()) {
-    RecordAttempt(&job, reason, Now());
+    RecordAttempt(&job, reason, /*preempted=*/false, Now());
     metrics_->Restarted();
     SetState(record, v1::JOB_STATE_RESTARTING,
              "attempt " + std::to_string(job.attempt()) + " failed (" + reason + "); restart " +
@@ -207,7 +219,7 @@ void JobLifecycle::LeaveWorker(JobRecord* record, const std::string& worker_id) 
 void JobLifecycle::LoseRanks(JobRecord* record, const std::string& worker_id,
                              const std::string& reason) {
   LeaveWorker(record, worker_id);
-  EndEarly(record, v1::JOB_STATE_FAILED, reason, /*permanent=*/false);
+  EndEarly(record, v1::JOB_STATE_FAILED, reason, Retry::kAllowed);
   RequeueIfStopped(record);
 }
 
@@ -224,6 +236,7 @@ void JobLifecycle::RankStatus(const std::string& worker_id, const v1::Assignment
   if (WorkerRegistry::Worker* worker = workers_->Find(worker_id);
       worker != nullptr && IsTerminal(status.state())) {
     worker->draining.erase(status.job_id());
+    if (status.preempted()) worker->shutting_down = true;
   }
   JobRecord* record = Find(status.job_id());
   if (record != nullptr && status.attempt() > 0 && status.attempt() != record->job.attempt()) {
@@ -249,8 +262,10 @@ void JobLifecycle::RankStatus(const std::string& worker_id, const v1::Assignment
     // A cancel request keeps its own reason when the ranks stopped for it.
     const bool cancelled =
         current == v1::JOB_STATE_CANCELLING && status.state() == v1::JOB_STATE_CANCELLED;
-    EndEarly(record, status.state(), cancelled ? record->job.reason() : status.reason(),
-             status.permanent());
+    const Retry retry = status.permanent()   ? Retry::kNever
+                        : status.preempted() ? Retry::kFree
+                                             : Retry::kAllowed;
+    EndEarly(record, status.state(), cancelled ? record->job.reason() : status.reason(), retry);
     RequeueIfStopped(record);
   } else if (record->slots.empty() && !IsTerminal(record->job.state())) {
     // Every rank finished (even if a cancel arrived too late to matter).

@@ -60,11 +60,17 @@ class JobLifecycle {
   StatusOr<v1::Job> Resume(const std::string& job_id);
 
   void SetState(JobRecord* record, v1::JobState state, const std::string& reason);
+  // How an attempt that ended early may go on.
+  enum class Retry {
+    kAllowed,  // restarts if the job has max_restarts left
+    kNever,    // retrying would fail the same way (a bad spec or data)
+    kFree,     // its worker shut down: it moves, spending no restart
+  };
   // A rank of the job ended badly: the attempt is over and its other ranks
   // are stopped. The job restarts (RESTARTING, then queued again once its
-  // ranks have stopped) when the failure is not permanent and restarts are
-  // left; otherwise it fails (or, while cancelling, is cancelled).
-  void EndEarly(JobRecord* record, v1::JobState state, const std::string& reason, bool permanent);
+  // ranks have stopped) as `retry` allows; otherwise it fails (or, while
+  // cancelling, is cancelled).
+  void EndEarly(JobRecord* record, v1::JobState state, const std::string& reason, Retry retry);
   // Queues a RESTARTING job again, ahead of the others, once none of its
   // ranks holds a slot.
   void RequeueIfStopped(JobRecord* record);
@@ -93,7 +99,7 @@ class JobLifecycle {
   void StaleRankStatus(JobRecord* record, const std::string& worker_id,
                        const v1::AssignmentStatus& status);
   // Adds the current attempt to the job's history.
-  static void RecordAttempt(v1::Job* job, const std::string& reason,
+  static void RecordAttempt(v1::Job* job, const std::string& reason, bool preempted,
                             const google::protobuf::Timestamp& ended_at);
   // The next attempt's number; its progress starts unknown.
   static void NextAttempt(v1::Job* job);

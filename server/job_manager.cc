@@ -294,7 +294,7 @@ void JobManager::WorkerGone(const std::string& worker_id, uint64_t session,
         continue;
       }
       record->fences[worker_id] = fence_until;
-      jobs_.EndEarly(record, v1::JOB_STATE_FAILED, why, /*permanent=*/false);
+      jobs_.EndEarly(record, v1::JOB_STATE_FAILED, why, JobLifecycle::Retry::kAllowed);
     }
     workers_.Remove(worker_id, session);
     scheduler_.Schedule();

@@ -64,6 +64,7 @@ std::vector<WorkerSlots> WorkerRegistry::FreeSlotsFor(const std::string& job_id)
   std::vector<WorkerSlots> free;
   for (const auto& [id, worker] : workers_) {
     if (worker.draining.count(job_id) > 0) continue;  // its old attempt still runs there
+    if (worker.shutting_down) continue;
     WorkerSlots slots{id, {}};
     for (size_t i = 0; i < worker.slot_jobs.size(); ++i) {
       if (worker.slot_jobs[i].empty()) slots.free_slots.push_back(static_cast<int>(i));

@@ -36,6 +36,9 @@ class WorkerRegistry {
     // away): not placed here again until it reports them ended, since a
     // worker runs one attempt of a job at a time.
     std::set<std::string> draining;
+    // It said it is shutting down (a preempted status): nothing is placed
+    // here any more; its next connection is a new record.
+    bool shutting_down = false;
     Sender sender;
 
     int32_t free_slots() const;

@@ -31,13 +31,15 @@ std::string LogTail(const std::string& path, size_t max_bytes = 600) {
 }
 
 v1::WorkerMessage StatusMessage(const v1::Assignment& assignment, v1::JobState state,
-                                const std::string& reason, bool permanent = false) {
+                                const std::string& reason, bool permanent = false,
+                                bool preempted = false) {
   v1::WorkerMessage message;
   message.mutable_status()->set_job_id(assignment.job_id());
   message.mutable_status()->set_attempt(assignment.attempt());
   message.mutable_status()->set_state(state);
   message.mutable_status()->set_reason(reason);
   message.mutable_status()->set_permanent(permanent);
+  message.mutable_status()->set_preempted(preempted);
   return message;
 }
 
@@ -53,7 +55,8 @@ struct TrainerSupervisor::Job {
   // holding its mutex_ touch them.
   std::vector<std::unique_ptr<TrainerProcess>> ranks;  // by index into assignment.ranks
   bool cancel_requested = false;
-  bool fenced = false;  // killed because the worker's lease lapsed
+  bool fenced = false;         // killed because the worker's lease lapsed
+  bool shutting_down = false;  // stopped because this worker stops (StopAll)
   bool stopping = false;
   bool exited = false;
   std::string first_failure;
@@ -78,14 +81,24 @@ void TrainerSupervisor::Assign(const v1::Assignment& assignment,
   auto job = std::make_shared<Job>();
   job->assignment = assignment;
   job->trainer_lease = trainer_lease;
-  MutexLock lock(&mutex_);
-  if (jobs_.count(assignment.job_id()) > 0) {
-    spdlog::warn("job {} is already running here; ignoring a second assignment",
-                 assignment.job_id());
-    return;
+  {
+    MutexLock lock(&mutex_);
+    if (!shutting_down_) {
+      if (jobs_.count(assignment.job_id()) > 0) {
+        spdlog::warn("job {} is already running here; ignoring a second assignment",
+                     assignment.job_id());
+        return;
+      }
+      jobs_[assignment.job_id()] = job;
+      job->thread = std::thread([this, job] { Run(job); });
+      return;
+    }
   }
-  jobs_[assignment.job_id()] = job;
-  job->thread = std::thread([this, job] { Run(job); });
+  // Handed back at once (outside the lock: reporting takes the link's), as
+  // the jobs that ran here are.
+  report_(StatusMessage(assignment, v1::JOB_STATE_FAILED,
+                        "worker " + options_.worker_id + " is shutting down; not started",
+                        /*permanent=*/false, /*preempted=*/true));
 }
 
 void TrainerSupervisor::Cancel(const std::string& job_id, const std::string& reason) {
@@ -140,7 +153,19 @@ std::vector<std::string> TrainerSupervisor::RunningJobs() const {
 }
 
 void TrainerSupervisor::StopAll() {
-  for (const std::string& id : RunningJobs()) Cancel(id, "the worker is shutting down");
+  {
+    MutexLock lock(&mutex_);
+    shutting_down_ = true;
+    for (const auto& [id, job] : jobs_) {
+      if (job->exited) continue;
+      spdlog::info(
+          "job {}: stopping its trainers at the next window boundary (the worker is "
+          "shutting down)",
+          id);
+      job->shutting_down = true;
+      StopLocked(job);
+    }
+  }
   {
     MutexLock lock(&mutex_);
     while (!jobs_.empty()) changed_.Wait(&mutex_);
@@ -229,6 +254,7 @@ void TrainerSupervisor::Run(std::shared_ptr<Job> job) {
   v1::JobState final_state = v1::JOB_STATE_FAILED;
   std::string final_reason = spawn_error;
   bool permanent = refused;
+  bool preempted = false;
   if (!spawn_error.empty()) {
     MutexLock lock(&mutex_);
     for (auto& rank : job->ranks) rank->Signal(SIGKILL);
@@ -253,6 +279,12 @@ void TrainerSupervisor::Run(std::shared_ptr<Job> job) {
     } else if (job->cancel_requested) {
       final_state = v1::JOB_STATE_CANCELLED;
       final_reason = outcomes.front().reason;
+    } else if (job->shutting_down) {
+      // Not the user's cancel: the job moves to another worker, from the
+      // checkpoint its ranks wrote as they stopped.
+      final_reason =
+          "worker " + options_.worker_id + " is shutting down; " + outcomes.front().reason;
+      preempted = true;
     } else {
       final_reason = job->first_failure;
       permanent = job->first_failure_permanent;
@@ -274,7 +306,7 @@ void TrainerSupervisor::Run(std::shared_ptr<Job> job) {
     jobs_.erase(id);
     finished_threads_.push_back(std::move(job->thread));
   }
-  report_(StatusMessage(a, final_state, final_reason, permanent));
+  report_(StatusMessage(a, final_state, final_reason, permanent, preempted));
   changed_.NotifyAll();
 }
 
@@ -316,7 +348,7 @@ TrainerSupervisor::RankOutcome TrainerSupervisor::Supervise(Job* job, size_t ind
   if (outcome.state == v1::JOB_STATE_SUCCEEDED) return outcome;
 
   MutexLock lock(&mutex_);
-  if (job->cancel_requested || job->fenced) return outcome;
+  if (job->cancel_requested || job->fenced || job->shutting_down) return outcome;
   if (outcome.state == v1::JOB_STATE_FAILED || !has_exit) {
     const std::string tail = LogTail(job->log_paths[index]);
     if (!tail.empty()) outcome.reason += "; log " + job->log_paths[index] + " ends: " + tail;

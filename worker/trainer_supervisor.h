@@ -63,7 +63,9 @@ class TrainerSupervisor {
   // may already be starting their jobs' next attempts elsewhere). Each job
   // ends FAILED with `reason`, reported as its attempt's.
   void Fence(const std::string& reason) EXCLUDES(mutex_);
-  // Cancels every job and waits for all of them to end.
+  // Stops every job's trainers at their next window boundary (each writes
+  // a checkpoint) and waits for all of them to end; each is reported FAILED
+  // and preempted, so the controller moves it without spending a restart.
   void StopAll() EXCLUDES(mutex_);
 
  private:
@@ -81,6 +83,7 @@ class TrainerSupervisor {
   mutable Mutex mutex_;
   CondVar changed_;
   std::map<std::string, std::shared_ptr<Job>> jobs_ GUARDED_BY(mutex_);
+  bool shutting_down_ GUARDED_BY(mutex_) = false;  // StopAll began: nothing new starts
   std::vector<std::thread> finished_threads_ GUARDED_BY(mutex_);  // joined by Reap()
 };
 

@@ -199,6 +199,37 @@ TEST_F(RestartTest, AJobOnAKilledWorkerResumesOnAnother) {
   ExpectBitIdentical(Parameters(output), reference);
 }
 
+// A worker stopped with SIGTERM (a node drain) stops its trainer at the next
+// window boundary with a checkpoint of that step, and exits 0; the job
+// resumes on the other worker from exactly that step — nothing trained
+// twice — and ends with the parameters of an uninterrupted run.
+TEST_F(RestartTest, AWorkerStoppedWithSigtermCheckpointsAtTheWindowAndItsJobMoves) {
+  const std::vector<torch::Tensor> reference = Reference();
+  const std::string output = cluster_.dir() + "/drained.pt";
+  const std::string id = Submit("drained.yaml", Spec(output, cluster_.dir() + "/checkpoints"));
+  std::string drained;
+  const Watched w = Watch(id, [&](const Watched&) {
+    drained = Get(id).worker_id();
+    const Subprocess::ExitInfo exit = cluster_.StopWorker(drained);
+    EXPECT_TRUE(exit.success) << "a drained worker exits 0, not " << exit.description;
+  });
+  const v1::Job job = Get(id);
+  ASSERT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.reason();
+  EXPECT_NE(job.worker_id(), drained);
+  ASSERT_EQ(job.attempts_size(), 1);
+  EXPECT_NE(job.attempts(0).reason().find("shutting down"), std::string::npos)
+      << job.attempts(0).reason();
+  ASSERT_EQ(w.runtimes.size(), 2u);
+  const int64_t resumed = w.runtimes[1].resumed_from_step();
+  EXPECT_EQ(resumed, job.attempts(0).last_step()) << "the stop's own checkpoint, not step 7k";
+  std::vector<int64_t> second;
+  for (const auto& s : w.steps) {
+    if (s.attempt() == 2) second.push_back(s.step());
+  }
+  ASSERT_EQ(static_cast<int64_t>(second.size()), job.steps_total() - resumed);
+  ExpectBitIdentical(Parameters(output), reference);
+}
+
 // One rank's own record of when it trained (worker/trainer/run_log.h).
 struct TrainingSpan {
   int attempt = 0;

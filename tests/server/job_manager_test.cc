@@ -506,6 +506,41 @@ TEST_F(JobManagerTest, AWorkerBackWithARankOfAMovedJobIsToldToStopIt) {
   EXPECT_EQ(State(id), v1::JOB_STATE_FAILED) << "max_restarts 1: no attempt 3";
 }
 
+// A worker that shuts down (a node drain) stops its ranks and says so: the
+// job moves without spending a restart, however many it has (here none), and
+// a real failure after that still spends one.
+TEST_F(JobManagerTest, AJobItsWorkerShutDownUnderMovesWithoutSpendingARestart) {
+  std::vector<v1::ControllerMessage> a, b;
+  jobs_.WorkerConnected(Worker("w1", 1), Inbox(&a));
+  const std::string id = jobs_.Submit(SmallSpec(), kOwner)->id();  // max_restarts 0
+  v1::AssignmentStatus drained =
+      Ended(id, v1::JOB_STATE_FAILED, "worker w1 is shutting down; stopped after step 9");
+  drained.set_preempted(true);
+  jobs_.RecordStatus("w1", drained);
+  ASSERT_EQ(State(id), v1::JOB_STATE_QUEUED) << "attempt 2 waits for devices";
+  v1::Job job = *jobs_.Get(id);
+  ASSERT_EQ(job.attempts_size(), 1);
+  EXPECT_TRUE(job.attempts(0).preempted());
+  EXPECT_EQ(job.attempt(), 2);
+
+  jobs_.WorkerConnected(Worker("w2", 1), Inbox(&b));
+  EXPECT_EQ(jobs_.Get(id)->worker_id(), "w2");
+  jobs_.RecordStatus("w2", Ended(id, v1::JOB_STATE_FAILED, "rank 0 on worker w2: killed"));
+  EXPECT_EQ(State(id), v1::JOB_STATE_FAILED) << "max_restarts 0: a failure is final";
+}
+
+// A shutdown while the job is being cancelled does not move it.
+TEST_F(JobManagerTest, AShutdownDuringACancelStillEndsTheJobCancelled) {
+  std::vector<v1::ControllerMessage> a;
+  jobs_.WorkerConnected(Worker("w1", 1), Inbox(&a));
+  const std::string id = jobs_.Submit(SmallSpec(), kOwner)->id();
+  ASSERT_TRUE(jobs_.Cancel(id, "by request").ok());
+  v1::AssignmentStatus drained = Ended(id, v1::JOB_STATE_FAILED, "worker w1 is shutting down");
+  drained.set_preempted(true);
+  jobs_.RecordStatus("w1", drained);
+  EXPECT_EQ(State(id), v1::JOB_STATE_CANCELLED);
+}
+
 TEST_F(JobManagerTest, ARestartWaitsForAWorkerStillStoppingTheJobsOldAttempt) {
   std::vector<v1::ControllerMessage> a;
   const uint64_t session = jobs_.WorkerConnected(Worker("w1", 1), Inbox(&a));

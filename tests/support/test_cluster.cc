@@ -219,6 +219,11 @@ void TestCluster::KillWorker(const std::string& id) {
   WorkerProcess(id)->Wait();
 }
 
+Subprocess::ExitInfo TestCluster::StopWorker(const std::string& id) {
+  SignalWorker(id, SIGTERM);
+  return WorkerProcess(id)->Wait();
+}
+
 void TestCluster::SignalWorker(const std::string& id, int signal) {
   WorkerProcess(id)->Signal(signal);
 }

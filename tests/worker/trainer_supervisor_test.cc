@@ -132,6 +132,30 @@ TEST_F(TrainerSupervisorTest, ACrashFailsTheJobNamingTheRankTheWorkerAndTheExit)
   EXPECT_FALSE(status.permanent()) << "a crash may pass on a retry";
 }
 
+// The worker shutting down is not a cancel: the job is reported preempted
+// (the controller moves it), and what is assigned afterwards is handed back
+// without a trainer.
+TEST_F(TrainerSupervisorTest, StopAllReportsItsJobsPreemptedAndStartsNothingAfter) {
+  auto supervisor =
+      Supervisor(Trainer("trap 'exit 0' TERM", "while :; do sleep 0.05; done"), 60000);
+  supervisor->Assign(OneRank("job-1"), std::chrono::milliseconds(0));
+  WaitReady();
+  supervisor->StopAll();
+  const v1::AssignmentStatus stopped = Terminal();
+  EXPECT_EQ(stopped.state(), v1::JOB_STATE_FAILED);
+  EXPECT_TRUE(stopped.preempted());
+  EXPECT_FALSE(stopped.permanent());
+  EXPECT_EQ(stopped.reason().rfind("worker w1 is shutting down; ", 0), 0u) << stopped.reason();
+
+  supervisor->Assign(OneRank("job-2"), std::chrono::milliseconds(0));
+  const v1::AssignmentStatus refused = Terminal();
+  EXPECT_EQ(refused.job_id(), "job-2");
+  EXPECT_EQ(refused.state(), v1::JOB_STATE_FAILED);
+  EXPECT_TRUE(refused.preempted());
+  EXPECT_EQ(refused.reason(), "worker w1 is shutting down; not started");
+  EXPECT_TRUE(supervisor->RunningJobs().empty());
+}
+
 TEST_F(TrainerSupervisorTest, AFenceKillsAtOnceWithoutTheGrace) {
   auto supervisor = Supervisor(Trainer("trap '' TERM", "while :; do sleep 0.05; done"), 600000);
   supervisor->Assign(OneRank("job-1"), std::chrono::milliseconds(0));
