@@ -119,7 +119,7 @@ checked_build() {
 }
 
 # The end-to-end tests of the control plane's faults, and of TLS.
-E2E_UNDER_SANITIZERS='Auth*:ControlPlane*:ControllerRestart*:MultiWorkerTest*:ClusterTest*:RestartTest.AFrozen*:RestartTest.AJobOnAKilledWorker*:Tls*'
+E2E_UNDER_SANITIZERS='Auth*:ControlPlane*:ControllerRestart*:*/ControllerRestartBy.*:RestartTest.AWorkerStopped*:MultiWorkerTest*:ClusterTest*:RestartTest.AFrozen*:RestartTest.AJobOnAKilledWorker*:Tls*'
 
 # Runs a checked build's unit tests, then the end-to-end subset with the
 # binaries in BIN_DIR (ACCUMULUS_BINARY_DIR):  run_checked DIR BIN_DIR

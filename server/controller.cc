@@ -152,6 +152,14 @@ void Controller::Shutdown(std::chrono::milliseconds deadline) {
   shut_down_ = true;
   server_->GetHealthCheckService()->SetServingStatus(false);
   if (health_server_) health_server_->GetHealthCheckService()->SetServingStatus(false);
+  // The workers' links would hold the shutdown to its deadline, and their
+  // ends would fail the jobs: the jobs stay as they are (the trainers keep
+  // training), the links close now, and the workers reconnect to the next
+  // controller, which takes up the jobs as after a crash.
+  jobs_->BeginShutdown();
+  worker_link_service_->CloseAllLinks("the controller is shutting down");
+  // In-flight calls finish; watch streams are cancelled at the deadline
+  // (the CLI's watch reconnects and resumes after its last event).
   server_->Shutdown(std::chrono::system_clock::now() + deadline);
   server_->Wait();
   if (health_server_) {

@@ -273,11 +273,17 @@ void JobManager::SettleFences(const std::string& worker_id, WorkerRegistry::Work
   }
 }
 
+void JobManager::BeginShutdown() {
+  MutexLock lock(&mutex_);
+  shutting_down_ = true;
+}
+
 void JobManager::WorkerGone(const std::string& worker_id, uint64_t session,
                             const std::string& reason,
                             std::chrono::steady_clock::time_point fence_until) {
   {
     MutexLock lock(&mutex_);
+    if (shutting_down_) return;
     WorkerRegistry::Worker* worker = workers_.Find(worker_id);
     if (worker == nullptr || worker->session != session) return;  // replaced
     EventRecorder::Batch recording(&recorder_);

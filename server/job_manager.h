@@ -116,6 +116,10 @@ class JobManager {
   // (they restart or fail), but those ranks may run on until their leases
   // lapse, so their slots stay fenced — the job is not placed again — until
   // `fence_until`, or until the worker reconnects and reports them stopped.
+  // The controller is stopping: from now on a worker's link that ends
+  // changes nothing (its ranks keep running and the worker reconnects to
+  // the next controller, as after a crash).
+  void BeginShutdown() EXCLUDES(mutex_);
   void WorkerGone(const std::string& worker_id, uint64_t session, const std::string& reason,
                   std::chrono::steady_clock::time_point fence_until) EXCLUDES(mutex_);
   // `link_sequence`: the WorkerMessage's number (0: none), for
@@ -155,6 +159,7 @@ class JobManager {
   // The parts, one job each (see their headers); plain classes that take the
   // lock on trust, so every one of them is guarded by the one mutex.
   mutable Mutex mutex_;
+  bool shutting_down_ GUARDED_BY(mutex_) = false;
   WorkerRegistry workers_ GUARDED_BY(mutex_);
   RankReports reports_ GUARDED_BY(mutex_);
   EventRecorder recorder_ GUARDED_BY(mutex_);

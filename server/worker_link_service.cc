@@ -72,6 +72,12 @@ class LinkReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1::
            std::chrono::duration_cast<std::chrono::microseconds>(lost_after).count();
   }
 
+  // The controller is stopping: the link closes, the worker reconnects.
+  void CloseForShutdown(const std::string& reason) {
+    CloseWith(grpc::Status(grpc::StatusCode::UNAVAILABLE, reason), reason);
+    context_->TryCancel();
+  }
+
   // The worker is lost: the link closes (the pending read ends, then OnDone).
   void CloseSilent() {
     const int64_t silent_ms = (SteadyMicros() - last_heard_us_.load()) / 1000;
@@ -285,6 +291,22 @@ void WorkerLinkService::CloseSilentLinks() {
   // Outside mutex_: cancelling may run the reactor's OnDone right here.
   for (LinkReactor* reactor : silent) {
     reactor->CloseSilent();
+    reactor->Unref();
+  }
+}
+
+void WorkerLinkService::CloseAllLinks(const std::string& reason) {
+  std::vector<LinkReactor*> open;
+  {
+    MutexLock lock(&mutex_);
+    for (LinkReactor* reactor : live_) {
+      reactor->Ref();
+      open.push_back(reactor);
+    }
+  }
+  // Outside mutex_, as in CloseSilentLinks.
+  for (LinkReactor* reactor : open) {
+    reactor->CloseForShutdown(reason);
     reactor->Unref();
   }
 }

@@ -50,6 +50,9 @@ class WorkerLinkService final : public v1::WorkerLink::CallbackService {
   // Closes the links of workers silent for lost_after_ms. Called
   // periodically (the controller's housekeeper).
   void CloseSilentLinks();
+  // Closes every link (UNAVAILABLE, `reason`): the controller is stopping,
+  // and its workers reconnect to the next one.
+  void CloseAllLinks(const std::string& reason);
 
  private:
   friend class LinkReactor;

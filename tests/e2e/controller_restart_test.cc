@@ -1,6 +1,7 @@
-// The controller killed with SIGKILL while a job runs and started again on
-// its state: the job keeps running and finishes, and a watcher that stayed
-// connected throughout (it reconnects by itself) sees every step once.
+// The controller killed with SIGKILL, or stopped with SIGTERM, while a job
+// runs and started again on its state: the job keeps running in its first
+// attempt and finishes, and a watcher that stayed connected throughout (it
+// reconnects by itself) sees every step once.
 #include <google/protobuf/util/json_util.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -40,7 +41,9 @@ threads: {intra_op: 1, blas: 1}
   return submitted.lines.empty() ? "" : Parse<v1::Job>(submitted.lines.at(0)).id();
 }
 
-TEST(ControllerRestart, AJobRunsThroughItAndAWatcherSeesEveryStepOnce) {
+class ControllerRestartBy : public ::testing::TestWithParam<int> {};
+
+TEST_P(ControllerRestartBy, AJobRunsThroughItAndAWatcherSeesEveryStepOnce) {
   TestCluster cluster;
   cluster.StartWorker(1);
   const std::string id = SubmitLongJob(cluster);
@@ -55,7 +58,10 @@ TEST(ControllerRestart, AJobRunsThroughItAndAWatcherSeesEveryStepOnce) {
     if (!e.has_step()) continue;
     steps.push_back(e.step().step());
     if (!restarted && e.step().step() >= 50) {
-      cluster.RestartController();  // kill -9, then start on the same state
+      const Subprocess::ExitInfo stopped = cluster.RestartController({}, GetParam());
+      if (GetParam() == SIGTERM) {
+        EXPECT_TRUE(stopped.success) << stopped.description;
+      }
       restarted = true;
     }
   }
@@ -74,6 +80,11 @@ TEST(ControllerRestart, AJobRunsThroughItAndAWatcherSeesEveryStepOnce) {
   const std::string err = ReadFile(watch_stderr);
   EXPECT_NE(err.find("reconnecting after event"), std::string::npos) << err;
 }
+
+INSTANTIATE_TEST_SUITE_P(Signals, ControllerRestartBy, ::testing::Values(SIGKILL, SIGTERM),
+                         [](const ::testing::TestParamInfo<int>& info) {
+                           return std::string(info.param == SIGKILL ? "Kill" : "Term");
+                         });
 
 // A worker whose buffer for the unreachable controller overflowed says so
 // when it is back, in the job's stream; how the job ended is never dropped.

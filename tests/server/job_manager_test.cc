@@ -541,6 +541,22 @@ TEST_F(JobManagerTest, AShutdownDuringACancelStillEndsTheJobCancelled) {
   EXPECT_EQ(State(id), v1::JOB_STATE_CANCELLED);
 }
 
+// The controller stopping closes every worker's link: that changes no job
+// (its trainers keep training; the next controller takes it up).
+TEST_F(JobManagerTest, LinksThatEndDuringAShutdownLeaveTheJobsAsTheyAre) {
+  std::vector<v1::ControllerMessage> a;
+  const uint64_t session = jobs_.WorkerConnected(Worker("w1", 1), Inbox(&a));
+  v1::JobSpec spec = SmallSpec();
+  spec.set_max_restarts(1);
+  const std::string id = jobs_.Submit(spec, kOwner)->id();
+  jobs_.BeginShutdown();
+  jobs_.WorkerGone("w1", session, "the controller is shutting down", kFenceOver);
+  const v1::Job job = *jobs_.Get(id);
+  EXPECT_EQ(job.state(), v1::JOB_STATE_STARTING);
+  EXPECT_EQ(job.attempt(), 1);
+  EXPECT_EQ(job.worker_id(), "w1");
+}
+
 TEST_F(JobManagerTest, ARestartWaitsForAWorkerStillStoppingTheJobsOldAttempt) {
   std::vector<v1::ControllerMessage> a;
   const uint64_t session = jobs_.WorkerConnected(Worker("w1", 1), Inbox(&a));

@@ -150,11 +150,13 @@ void TestCluster::StartController(int grpc_port) {
   metrics_port_ = std::stoi(match[2]);
 }
 
-void TestCluster::RestartController(const std::function<void()>& while_down) {
-  controller_->Signal(SIGKILL);
-  controller_->Wait();
+Subprocess::ExitInfo TestCluster::RestartController(const std::function<void()>& while_down,
+                                                    int signal) {
+  controller_->Signal(signal);
+  const Subprocess::ExitInfo exit = controller_->Wait();
   if (while_down) while_down();
   StartController(grpc_port_);
+  return exit;
 }
 
 TestCluster::~TestCluster() {

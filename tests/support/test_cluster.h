@@ -2,6 +2,8 @@
 // loopback ports they pick themselves, and the CLI run as a child process.
 #pragma once
 
+#include <signal.h>
+
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -72,9 +74,11 @@ class TestCluster {
   // Sends `signal` to the worker daemon `id` alone (not its trainers).
   void SignalWorker(const std::string& id, int signal);
 
-  // SIGKILLs the controller and starts it again on the same port and state
-  // directory (a crash and restart); `while_down` runs in between.
-  void RestartController(const std::function<void()>& while_down = {});
+  // Stops the controller with `signal` (SIGKILL: a crash; SIGTERM: a
+  // graceful stop) and starts it again on the same port and state
+  // directory; `while_down` runs in between. Returns how it ended.
+  Subprocess::ExitInfo RestartController(const std::function<void()>& while_down = {},
+                                         int signal = SIGKILL);
   std::string controller_address() const;
   // The controller's process id and its --data-dir.
   pid_t controller_pid() const { return controller_->pid(); }
