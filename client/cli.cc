@@ -14,6 +14,7 @@
 #include "client/local_cluster.h"
 #include "client/render.h"
 #include "client/split_sweep.h"
+#include "client/terminal_text.h"
 #include "common/job_spec.h"
 #include "common/signals.h"
 #include "common/spec_yaml.h"
@@ -31,7 +32,7 @@ struct GlobalFlags {
 };
 
 int Fail(const Status& status) {
-  std::cerr << "error: " << status.message() << "\n";
+  std::cerr << "error: " << TerminalSafeLines(status.message()) << "\n";
   return 1;
 }
 
@@ -128,7 +129,7 @@ int Submit(const GlobalFlags& flags, const std::string& path, const std::string&
            bool watch) {
   StatusOr<v1::JobSpec> spec = LoadJobSpecFile(path);
   if (!spec.ok()) {
-    std::cerr << "error: " << spec.status().message() << "\n";
+    std::cerr << "error: " << TerminalSafeLines(spec.status().message()) << "\n";
     return 2;
   }
   StatusOr<ControllerClient> connected = Connect(flags);
@@ -153,7 +154,7 @@ int Plan(const std::string& path, bool sweep) {
   StatusOr<v1::JobSpec> spec = loaded.ok() ? NormalizeJobSpec(*loaded) : loaded.status();
   StatusOr<v1::BatchPlan> batch = spec.ok() ? ResolveBatchPlan(*spec) : spec.status();
   if (!batch.ok()) {
-    std::cerr << "error: " << batch.status().message() << "\n";
+    std::cerr << "error: " << TerminalSafeLines(batch.status().message()) << "\n";
     return 2;
   }
   std::cout << "global batch " << BatchSplit(*batch);

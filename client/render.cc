@@ -7,6 +7,8 @@
 #include <sstream>
 #include <vector>
 
+#include "client/terminal_text.h"
+
 namespace accumulus::client {
 namespace {
 
@@ -141,11 +143,12 @@ std::string JobTable(const v1::ListJobsResponse& jobs) {
   std::vector<std::vector<std::string>> rows{
       {"ID", "STATE", "NAME", "OWNER", "BATCH (g = m×k×d)", "STEPS", "LOSS", "WORKER"}};
   for (const auto& j : jobs.jobs()) {
-    rows.push_back({j.id(), StateName(j.state()), j.spec().name().empty() ? "-" : j.spec().name(),
-                    j.owner().empty() ? "-" : j.owner(), BatchText(j.batch()),
+    rows.push_back({TerminalSafe(j.id()), StateName(j.state()),
+                    j.spec().name().empty() ? "-" : TerminalSafe(j.spec().name()),
+                    j.owner().empty() ? "-" : TerminalSafe(j.owner()), BatchText(j.batch()),
                     std::to_string(j.steps_done()) + "/" + std::to_string(j.steps_total()),
                     j.has_last_step() ? Format("%.4f", j.last_step().loss()) : "-",
-                    j.worker_id().empty() ? "-" : j.worker_id()});
+                    j.worker_id().empty() ? "-" : TerminalSafe(j.worker_id())});
   }
   return AlignedTable(rows);
 }
@@ -153,11 +156,12 @@ std::string JobTable(const v1::ListJobsResponse& jobs) {
 std::string JobDetails(const v1::Job& j) {
   std::ostringstream out;
   const v1::JobSpec& s = j.spec();
-  out << "job:          " << j.id() << (s.name().empty() ? "" : " (" + s.name() + ")") << "\n"
-      << "state:        " << StateName(j.state()) << (j.reason().empty() ? "" : ": " + j.reason())
-      << "\n"
-      << "owner:        " << (j.owner().empty() ? "-" : j.owner()) << "\n"
-      << "worker:       " << (j.worker_id().empty() ? "-" : j.worker_id()) << "\n"
+  out << "job:          " << TerminalSafe(j.id())
+      << (s.name().empty() ? "" : " (" + TerminalSafe(s.name()) + ")") << "\n"
+      << "state:        " << StateName(j.state())
+      << (j.reason().empty() ? "" : ": " + TerminalSafe(j.reason())) << "\n"
+      << "owner:        " << (j.owner().empty() ? "-" : TerminalSafe(j.owner())) << "\n"
+      << "worker:       " << (j.worker_id().empty() ? "-" : TerminalSafe(j.worker_id())) << "\n"
       << "batch:        global " << BatchSplit(j.batch()) << "\n"
       << "normalization:"
       << " " << s.normalization() << "\n"
@@ -167,11 +171,13 @@ std::string JobDetails(const v1::Job& j) {
       << "optimizer:    " << s.optimizer().kind() << " lr " << s.optimizer().lr() << "\n"
       << "steps:        " << j.steps_done() << "/" << j.steps_total() << "\n";
   if (!s.output().empty()) {
-    out << "output:       " << s.output()
-        << (j.worker_id().empty() ? "" : " (on worker " + j.worker_id() + ")") << "\n";
+    out << "output:       " << TerminalSafe(s.output())
+        << (j.worker_id().empty() ? "" : " (on worker " + TerminalSafe(j.worker_id()) + ")")
+        << "\n";
   }
   for (const auto& p : j.placements()) {
-    out << "rank " << p.rank() << ":       " << p.device() << " on " << p.worker_id() << "\n";
+    out << "rank " << p.rank() << ":       " << TerminalSafe(p.device()) << " on "
+        << TerminalSafe(p.worker_id()) << "\n";
   }
   if (j.has_runtime()) out << "threads:      " << ThreadsText(j.runtime()) << "\n";
   if (j.attempt() > 1 || j.spec().max_restarts() > 0) {
@@ -182,8 +188,8 @@ std::string JobDetails(const v1::Job& j) {
         << j.spec().max_restarts() + 1 + preempted << "\n";
   }
   for (const auto& a : j.attempts()) {
-    out << "  attempt " << a.number() << " ended after step " << a.last_step() << ": " << a.reason()
-        << (a.preempted() ? " (no restart spent)" : "") << "\n";
+    out << "  attempt " << a.number() << " ended after step " << a.last_step() << ": "
+        << TerminalSafe(a.reason()) << (a.preempted() ? " (no restart spent)" : "") << "\n";
   }
   if (j.has_last_step()) {
     const v1::StepMetrics& m = j.last_step();
@@ -201,9 +207,10 @@ std::string WorkerTable(const v1::ListWorkersResponse& workers) {
     for (int i = 0; i < w.devices_size(); ++i) {
       const v1::Device& d = w.devices(i);
       const std::string job = i < w.device_jobs_size() ? w.device_jobs(i) : "";
-      rows.push_back({i == 0 ? w.id() : "", d.kind() + ":" + std::to_string(d.index()),
+      rows.push_back({i == 0 ? TerminalSafe(w.id()) : "",
+                      TerminalSafe(d.kind()) + ":" + std::to_string(d.index()),
                       std::to_string(d.cores()), HumanBytes(d.memory_bytes()),
-                      job.empty() ? "free" : job});
+                      job.empty() ? "free" : TerminalSafe(job)});
     }
   }
   return AlignedTable(rows);
@@ -232,8 +239,8 @@ std::string EventLine(const v1::JobEvent& e) {
   }
   if (e.has_state()) {
     return "state " + StateName(e.state().state()) +
-           (e.state().worker_id().empty() ? "" : " on " + e.state().worker_id()) +
-           (e.state().reason().empty() ? "" : ": " + e.state().reason());
+           (e.state().worker_id().empty() ? "" : " on " + TerminalSafe(e.state().worker_id())) +
+           (e.state().reason().empty() ? "" : ": " + TerminalSafe(e.state().reason()));
   }
   if (e.has_runtime()) {
     const v1::RuntimeInfo& r = e.runtime();
@@ -251,9 +258,9 @@ std::string EventLine(const v1::JobEvent& e) {
            (ramp.empty() ? "" : " (accumulation ramps " + ramp + ")") + ", lr " +
            Format("%.4g", r.lr_first()) + " → " + Format("%.4g", r.lr_last()) + ", " +
            std::to_string(r.parameters()) + " parameters\n" + "      rank " +
-           std::to_string(r.rank()) + "/" + std::to_string(r.world_size()) + " on " + r.device() +
-           " (pid " + std::to_string(r.pid()) + "), threads: " + ThreadsText(r) + ", LibTorch " +
-           r.torch_version() + probe +
+           std::to_string(r.rank()) + "/" + std::to_string(r.world_size()) + " on " +
+           TerminalSafe(r.device()) + " (pid " + std::to_string(r.pid()) +
+           "), threads: " + ThreadsText(r) + ", LibTorch " + r.torch_version() + probe +
            (r.resumed_from_step() > 0
                 ? "\n      resumed after step " + std::to_string(r.resumed_from_step()) +
                       " from a checkpoint"
@@ -263,13 +270,14 @@ std::string EventLine(const v1::JobEvent& e) {
     return "split rank " + std::to_string(e.split().rank()) + " from step " +
            std::to_string(e.split().step()) + ": micro_batch " +
            std::to_string(e.split().micro_batch()) + " × accumulation " +
-           std::to_string(e.split().accumulation_steps()) + " (" + e.split().reason() + ")";
+           std::to_string(e.split().accumulation_steps()) + " (" +
+           TerminalSafe(e.split().reason()) + ")";
   }
   if (e.has_log()) {
     const char* level = e.log().level() == v1::LogMessage::LEVEL_ERROR     ? "error"
                         : e.log().level() == v1::LogMessage::LEVEL_WARNING ? "warning"
                                                                            : "info";
-    return std::string(level) + ": " + e.log().text();
+    return std::string(level) + ": " + TerminalSafe(e.log().text());
   }
   return "event " + std::to_string(e.sequence());
 }
