@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <initializer_list>
 #include <sstream>
 #include <string>
 
 #include "common/batch_arithmetic.h"
+#include "common/utf8.h"
 #include "common/window_schedule.h"
 
 namespace accumulus {
@@ -48,6 +50,34 @@ Status NotNegative(const std::string& field, double value) {
 Status InUnitInterval(const std::string& field, double value) {
   if (!(value >= 0 && value < 1)) {
     return Status::InvalidArgument(Describe(field, value) + " must be in [0, 1)");
+  }
+  return Status::Ok();
+}
+
+// A job's name is shown in every list and log: printable UTF-8, bounded.
+// The error gives the position and code point of a bad character, never the
+// character itself (it may be an escape sequence).
+Status CheckName(const std::string& name) {
+  if (name.size() > kMaxJobNameBytes) {
+    return Status::InvalidArgument("name has " + std::to_string(name.size()) + " bytes; at most " +
+                                   std::to_string(kMaxJobNameBytes));
+  }
+  size_t character = 0;
+  for (size_t i = 0; i < name.size(); ++character) {
+    uint32_t code_point = 0;
+    const size_t length = DecodeUtf8(name, i, &code_point);
+    if (length == 0) {
+      return Status::InvalidArgument("name: byte " + std::to_string(i + 1) + " is not UTF-8");
+    }
+    if (IsControlCodePoint(code_point)) {
+      char hex[16];
+      std::snprintf(hex, sizeof hex, "U+%04X", code_point);
+      return Status::InvalidArgument("name: character " + std::to_string(character + 1) + " (" +
+                                     hex +
+                                     ") is a control character; a job name is printable "
+                                     "text");
+    }
+    i += length;
   }
   return Status::Ok();
 }
@@ -221,6 +251,7 @@ StatusOr<v1::JobSpec> NormalizeJobSpec(const v1::JobSpec& input) {
     spec.set_loss_scaling(spec.precision() == "fp16" ? "dynamic" : "none");
   }
   Status s = FirstError({
+      CheckName(spec.name()),
       CheckModel(spec.mutable_model()),
       CheckData(spec.mutable_data(), spec.model(), spec.seed()),
       CheckOptimizer(spec.mutable_optimizer()),

@@ -9,6 +9,9 @@
 
 namespace accumulus {
 
+// The longest job name, in bytes of UTF-8.
+inline constexpr size_t kMaxJobNameBytes = 128;
+
 // Returns the spec with every defaulted field made explicit (devices 1,
 // normalization "exact", AdamW betas, class count, data seed), or
 // INVALID_ARGUMENT naming the first offending field (by its path, e.g.

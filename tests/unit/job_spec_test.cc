@@ -98,6 +98,21 @@ TEST_P(NormalizeJobSpecRejection, NamesFieldAndValue) {
 INSTANTIATE_TEST_SUITE_P(
     AllFields, NormalizeJobSpecRejection,
     ::testing::Values(
+        BadField{"NameWithAnEscape", "name: \"run\\e[2J\"",
+                 "name: character 4 (U+001B) is a control character; a job name is printable "
+                 "text"},
+        BadField{"NameWithANewline", "name: \"a\\nb\"",
+                 "name: character 2 (U+000A) is a control character; a job name is printable "
+                 "text"},
+        BadField{"NameWithABidiOverride", "name: \"x\\u202Eexe.txt\"",
+                 "name: character 2 (U+202E) is a control character; a job name is printable "
+                 "text"},
+        BadField{
+            "NameTooLong",
+            "name: "
+            "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+            "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+            "name has 132 bytes; at most 128"},
         BadField{"ModelKind", "model: {kind: resnet}",
                  "model.kind \"resnet\" is not one of \"mlp\", \"cnn\", \"charlm\", "
                  "\"torchscript\""},
