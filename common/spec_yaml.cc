@@ -3,86 +3,174 @@
 #include <google/protobuf/util/json_util.h>
 #include <yaml-cpp/yaml.h>
 
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 namespace accumulus {
 namespace {
 
+// What one spec may make the reader do: nesting, and values after alias
+// expansion (a few lines of anchors and aliases can otherwise stand for
+// billions of values).
+constexpr int kMaxDepth = 32;
+constexpr size_t kMaxValues = 100000;
+
 std::string JsonString(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        out += c;
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (byte < 0x20) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\u%04x", byte);
+      out += escaped;
+    } else {
+      out += c;
     }
   }
   return out + "\"";
 }
 
-bool LooksNumeric(const std::string& s) {
-  if (s.empty()) return false;
-  char* end = nullptr;
-  std::strtod(s.c_str(), &end);
-  return end == s.c_str() + s.size();
+// A number as JSON writes one: -?digits[.digits][e[+-]digits]. Anything
+// else strtod would take (hex, "inf", "nan") is not a number of a spec.
+bool IsJsonNumber(const std::string& s) {
+  size_t i = 0;
+  const auto digits = [&] {
+    const size_t from = i;
+    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
+    return i > from;
+  };
+  if (i < s.size() && s[i] == '-') ++i;
+  if (!digits()) return false;
+  if (i < s.size() && s[i] == '.') {
+    ++i;
+    if (!digits()) return false;
+  }
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
+    if (!digits()) return false;
+  }
+  return i == s.size();
+}
+
+// YAML's and C's words for infinity and not-a-number: .inf, -.Inf, .nan,
+// inf, NaN, infinity.
+bool IsNonFiniteWord(std::string s) {
+  if (!s.empty() && (s[0] == '+' || s[0] == '-')) s.erase(0, 1);
+  if (!s.empty() && s[0] == '.') s.erase(0, 1);
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s == "inf" || s == "infinity" || s == "nan";
 }
 
 // YAML → JSON, so protobuf's JSON parser does the typing and names unknown
 // fields. A plain (unquoted) scalar that reads as a number or a boolean stays
-// one; a quoted scalar is always a string.
-void ToJson(const YAML::Node& node, std::string* out) {
-  switch (node.Type()) {
-    case YAML::NodeType::Null:
-      *out += "null";
-      return;
-    case YAML::NodeType::Scalar: {
-      const std::string& s = node.Scalar();
-      const bool plain = node.Tag() != "!";
-      if (plain && (LooksNumeric(s) || s == "true" || s == "false")) {
-        *out += s;
-      } else {
-        *out += JsonString(s);
-      }
-      return;
+// one; a quoted scalar is always a string. What JSON cannot say, or the
+// reader must not do, is refused here in the spec's terms: the file, the
+// line, the field's path and the value as written.
+class YamlToJson {
+ public:
+  explicit YamlToJson(const std::string& source) : source_(source) {}
+
+  Status Convert(const YAML::Node& node, const std::string& path, int depth, std::string* out) {
+    if (++values_ > kMaxValues) {
+      return Error(node, "the spec stands for more than " + std::to_string(kMaxValues) +
+                             " values (YAML aliases expanding?)");
     }
-    case YAML::NodeType::Sequence: {
-      *out += "[";
-      for (size_t i = 0; i < node.size(); ++i) {
-        if (i) *out += ",";
-        ToJson(node[i], out);
-      }
-      *out += "]";
-      return;
+    if (depth > kMaxDepth) {
+      return Error(node,
+                   Field(path) + " is nested deeper than " + std::to_string(kMaxDepth) + " levels");
     }
-    case YAML::NodeType::Map: {
-      *out += "{";
-      bool first = true;
-      for (const auto& entry : node) {
-        if (!first) *out += ",";
-        first = false;
-        *out += JsonString(entry.first.as<std::string>()) + ":";
-        ToJson(entry.second, out);
+    switch (node.Type()) {
+      case YAML::NodeType::Null:
+      case YAML::NodeType::Undefined:
+        *out += "null";
+        return Status::Ok();
+      case YAML::NodeType::Scalar:
+        return Scalar(node, path, out);
+      case YAML::NodeType::Sequence: {
+        *out += "[";
+        for (size_t i = 0; i < node.size(); ++i) {
+          if (i) *out += ",";
+          const std::string item = path + "[" + std::to_string(i + 1) + "]";
+          if (Status s = Convert(node[i], item, depth + 1, out); !s.ok()) return s;
+        }
+        *out += "]";
+        return Status::Ok();
       }
-      *out += "}";
-      return;
+      case YAML::NodeType::Map:
+        return Map(node, path, depth, out);
     }
-    case YAML::NodeType::Undefined:
-      *out += "null";
-      return;
+    return Status::Ok();
   }
-}
+
+ private:
+  static std::string Field(const std::string& path) { return path.empty() ? "the spec" : path; }
+
+  Status Error(const YAML::Node& node, const std::string& what) const {
+    const YAML::Mark mark = node.IsDefined() ? node.Mark() : YAML::Mark::null_mark();
+    if (mark.is_null()) return Status::InvalidArgument(source_ + ": " + what);
+    return Status::InvalidArgument(source_ + ": line " + std::to_string(mark.line + 1) + ": " +
+                                   what);
+  }
+
+  Status Scalar(const YAML::Node& node, const std::string& path, std::string* out) {
+    const std::string& s = node.Scalar();
+    if (node.Tag() == "!") {  // quoted
+      *out += JsonString(s);
+      return Status::Ok();
+    }
+    if (IsNonFiniteWord(s)) {
+      return Error(node, Field(path) + " " + s + " is not a finite number");
+    }
+    if (IsJsonNumber(s)) {
+      if (!std::isfinite(std::strtod(s.c_str(), nullptr))) {
+        return Error(node, Field(path) + " " + s + " is out of range");
+      }
+      *out += s;
+    } else if (s == "true" || s == "false") {
+      *out += s;
+    } else {
+      *out += JsonString(s);
+    }
+    return Status::Ok();
+  }
+
+  Status Map(const YAML::Node& node, const std::string& path, int depth, std::string* out) {
+    *out += "{";
+    std::map<std::string, int> lines;  // key → line it first appeared on
+    for (const auto& entry : node) {
+      if (!entry.first.IsScalar()) {
+        return Error(entry.first,
+                     "a key of " + Field(path) + " is a list or a mapping; keys are field names");
+      }
+      const std::string key = entry.first.Scalar();
+      const std::string field = path.empty() ? key : path + "." + key;
+      const int line = entry.first.Mark().is_null() ? 0 : entry.first.Mark().line + 1;
+      if (const auto [it, added] = lines.emplace(key, line); !added) {
+        return Error(
+            entry.first,
+            field + " is given twice" +
+                (it->second > 0 ? " (first on line " + std::to_string(it->second) + ")" : ""));
+      }
+      if (lines.size() > 1) *out += ",";
+      *out += JsonString(key) + ":";
+      if (Status s = Convert(entry.second, field, depth + 1, out); !s.ok()) return s;
+    }
+    *out += "}";
+    return Status::Ok();
+  }
+
+  const std::string& source_;
+  size_t values_ = 0;
+};
 
 }  // namespace
 
@@ -107,7 +195,12 @@ StatusOr<v1::JobSpec> ParseJobSpecYaml(const std::string& yaml, const std::strin
   if (root["devices"] && root["devices"].IsMap()) {
     const YAML::Node range = root["devices"];
     for (const auto& key : range) {
-      const std::string name = key.first.as<std::string>();
+      if (!key.first.IsScalar()) {
+        return Status::InvalidArgument(source +
+                                       ": a key of devices is a list or a mapping "
+                                       "(devices: {min, max})");
+      }
+      const std::string name = key.first.Scalar();
       if (name != "min" && name != "max") {
         return Status::InvalidArgument(source + ": devices." + name +
                                        " is not a field (devices: {min, max})");
@@ -123,7 +216,7 @@ StatusOr<v1::JobSpec> ParseJobSpecYaml(const std::string& yaml, const std::strin
     root["min_devices"] = min;
   }
   std::string json;
-  ToJson(root, &json);
+  if (Status s = YamlToJson(source).Convert(root, "", 0, &json); !s.ok()) return s;
   v1::JobSpec spec;
   google::protobuf::util::JsonParseOptions options;
   options.ignore_unknown_fields = false;

@@ -62,6 +62,87 @@ TEST(ParseJobSpecYaml, RejectsAWrongType) {
       << spec.status().message();
 }
 
+// What a hostile or careless YAML file gets: a clear error naming the file,
+// the line and the field, never a crash, never the words of JSON.
+std::string YamlError(const std::string& yaml) {
+  StatusOr<v1::JobSpec> spec = ParseJobSpecYaml(yaml, "job.yaml");
+  EXPECT_FALSE(spec.ok()) << yaml;
+  if (spec.ok()) return "";
+  EXPECT_EQ(spec.status().code(), StatusCode::kInvalidArgument);
+  return std::string(spec.status().message());
+}
+
+TEST(ParseJobSpecYaml, RefusesAFieldGivenTwice) {
+  EXPECT_EQ(YamlError("micro_batch: 8\nname: a\nmicro_batch: 16\n"),
+            "job.yaml: line 3: micro_batch is given twice (first on line 1)");
+  EXPECT_EQ(YamlError("optimizer:\n  kind: sgd\n  lr: 0.1\n  lr: 0.2\n"),
+            "job.yaml: line 4: optimizer.lr is given twice (first on line 3)");
+}
+
+TEST(ParseJobSpecYaml, RefusesKeysThatAreNotNames) {
+  EXPECT_EQ(YamlError("? [a, b]\n: 1\n"),
+            "job.yaml: line 1: a key of the spec is a list or a mapping; keys are field names");
+  EXPECT_EQ(YamlError("model: {{kind: mlp}: 1}\n"),
+            "job.yaml: line 1: a key of model is a list or a mapping; keys are field names");
+  EXPECT_NE(YamlError("devices: {[min]: 1, max: 2}\n").find("a key of devices"), std::string::npos);
+}
+
+TEST(ParseJobSpecYaml, RefusesNonFiniteNumbersInTheSpecsTerms) {
+  EXPECT_EQ(YamlError("optimizer: {lr: .nan}\n"),
+            "job.yaml: line 1: optimizer.lr .nan is not a finite number");
+  EXPECT_EQ(YamlError("max_grad_norm: -.Inf\n"),
+            "job.yaml: line 1: max_grad_norm -.Inf is not a finite number");
+  EXPECT_EQ(YamlError("name: a\nmax_grad_norm: inf\n"),
+            "job.yaml: line 2: max_grad_norm inf is not a finite number");
+  EXPECT_EQ(YamlError("max_grad_norm: 1e999\n"),
+            "job.yaml: line 1: max_grad_norm 1e999 is out of range");
+  EXPECT_EQ(YamlError("model: {hidden: [8, NaN]}\n"),
+            "job.yaml: line 1: model.hidden[2] NaN is not a finite number");
+}
+
+TEST(ParseJobSpecYaml, BoundsAliasExpansionAndNesting) {
+  // Nine levels of ten aliases each: a billion values in ten lines.
+  std::string laughs = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i <= 9; ++i) {
+    const std::string prev = "*a" + std::to_string(i - 1);
+    laughs += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [";
+    for (int k = 0; k < 10; ++k) laughs += (k ? ", " : "") + prev;
+    laughs += "]\n";
+  }
+  EXPECT_NE(YamlError(laughs).find("more than 100000 values (YAML aliases expanding?)"),
+            std::string::npos);
+  const std::string deep = std::string(40, '[') + std::string(40, ']');
+  EXPECT_NE(YamlError("name: " + deep + "\n").find("is nested deeper than 32 levels"),
+            std::string::npos);
+  // Far deeper: yaml-cpp refuses it itself, an error at the line, not a crash.
+  const std::string abyss = std::string(5000, '[') + std::string(5000, ']');
+  EXPECT_EQ(YamlError("name: " + abyss + "\n").rfind("job.yaml: line 1", 0), 0u);
+  // An alias inside its own anchor: a cycle, stopped by the nesting bound.
+  EXPECT_NE(YamlError("name: &a [*a]\n"), "");
+  // A few aliases are fine.
+  StatusOr<v1::JobSpec> spec =
+      ParseJobSpecYaml("model: {kind: mlp, hidden: &h [8, 8]}\nlabels_unused: *h\n", "job.yaml");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_NE(spec.status().message().find("labels_unused"), std::string::npos)
+      << "expanded, then named as an unknown field: " << spec.status().message();
+}
+
+TEST(ParseJobSpecYaml, ControlCharactersInAStringReachTheSpecIntact) {
+  StatusOr<v1::JobSpec> spec = ParseJobSpecYaml("name: \"a\\x01b\\tc\"\n", "job.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->name(),
+            "a\x01"
+            "b\tc")
+      << "(and NormalizeJobSpec refuses them in a name)";
+}
+
+TEST(ParseJobSpecYaml, OnlyJsonNumbersAreNumbers) {
+  // Hex is no number of a spec: it is a string, refused as a wrong type.
+  EXPECT_NE(YamlError("micro_batch: 0x10\n").find("micro_batch"), std::string::npos);
+  EXPECT_EQ(Parse("max_grad_norm: 1.5e-1\n").max_grad_norm(), 0.15);
+  EXPECT_EQ(Parse("seed: -0\n").seed(), 0u);
+}
+
 TEST(NormalizeJobSpec, FillsDefaults) {
   v1::JobSpec input = Parse(kValid);
   input.clear_devices();
