@@ -67,7 +67,10 @@ class WindowSchedule {
   // The next window, or false when the job is done.
   bool Next(Window* window);
 
-  // Steps the whole job takes (computed by walking the schedule once).
+  // Steps the whole job takes: the ramp of a nominal batch walked window by
+  // window, the constant rest counted in closed form, so that the count
+  // costs the same for 10 steps and for 10^9 (the controller counts every
+  // job it accepts).
   int64_t steps_total() const { return steps_total_; }
   // Steps of the first epoch (the plan users see up front).
   int64_t steps_in_first_epoch() const { return steps_first_epoch_; }

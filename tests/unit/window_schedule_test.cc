@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "common/batch_arithmetic.h"
 
 namespace accumulus {
@@ -76,6 +78,71 @@ TEST(WindowSchedule, NominalBatchRampsTheAccumulationOverWarmup) {
   // np.interp(t, [0, 6], [1, 4]).round() = 1, 1.5→2, 2, 2.5→2, 3, 3.5→4, then 4
   EXPECT_EQ(ramp, (std::vector<int64_t>{1, 2, 2, 2, 3, 4, 4, 4}));
   for (const Window& w : windows) EXPECT_EQ(w.global_batch, 16 * w.accumulation);
+}
+
+// What the closed-form counts must equal: the windows Next() hands out.
+struct Walked {
+  int64_t total = 0;
+  int64_t starting_in_epoch_0 = 0;
+};
+
+Walked Walk(const WindowScheduleConfig& config) {
+  WindowSchedule schedule(config);
+  Walked walked;
+  Window w;
+  while (schedule.Next(&w)) {
+    ++walked.total;
+    if (w.epoch == 0) ++walked.starting_in_epoch_0;
+  }
+  return walked;
+}
+
+TEST(WindowSchedule, CountsInClosedFormWhatTheWindowsAre) {
+  std::mt19937 random(20261202);
+  const PartialWindow policies[] = {PartialWindow::kNormalize, PartialWindow::kDrop,
+                                    PartialWindow::kCarry};
+  auto draw = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(random);
+  };
+  for (int trial = 0; trial < 3000; ++trial) {
+    WindowScheduleConfig c;
+    c.policy = policies[trial % 3];
+    c.samples_per_epoch = draw(1, 120);
+    c.micro_batch = draw(1, 9);
+    c.devices = draw(1, 3);
+    c.accumulation_steps = draw(1, 5);
+    c.epochs = draw(0, 4);
+    c.max_steps = c.epochs == 0 ? draw(1, 60) : draw(0, 1) * draw(1, 60);
+    if (draw(0, 2) == 0) {
+      c.nominal_batch = draw(1, 80);
+      c.warmup_steps = draw(0, 12);
+    }
+    const Walked walked = Walk(c);
+    const WindowSchedule counted(c);
+    SCOPED_TRACE(::testing::Message()
+                 << "policy " << static_cast<int>(c.policy) << ", " << c.samples_per_epoch
+                 << " samples × " << c.epochs << " epochs, max_steps " << c.max_steps << ", micro "
+                 << c.micro_batch << " × accumulation " << c.accumulation_steps << " × devices "
+                 << c.devices << ", nominal " << c.nominal_batch << " over " << c.warmup_steps);
+    ASSERT_EQ(counted.steps_total(), walked.total);
+    ASSERT_EQ(counted.steps_in_first_epoch(), walked.starting_in_epoch_0);
+  }
+}
+
+TEST(WindowSchedule, CountsAMillionEpochsWithoutWalkingThem) {
+  WindowScheduleConfig c = Config(PartialWindow::kNormalize, 1'000'000'000, 1'000'000);
+  c.micro_batch = 1;
+  c.accumulation_steps = 1;
+  const WindowSchedule schedule(c);
+  EXPECT_EQ(schedule.steps_total(), 1'000'000'000'000'000);
+  EXPECT_EQ(schedule.steps_in_first_epoch(), 1'000'000'000);
+}
+
+TEST(WindowSchedule, DropWithAWindowLargerThanAnEpochHasNoWindowEvenWithoutAnEpochLimit) {
+  WindowScheduleConfig c = Config(PartialWindow::kDrop, 20, 0);  // global batch 32
+  c.max_steps = 5;
+  EXPECT_EQ(WindowSchedule(c).steps_total(), 0);
+  EXPECT_EQ(Walk(c).total, 0) << "Next() ends instead of skipping epochs forever";
 }
 
 TEST(NominalBatch, AccumulationAndWeightDecayFollowTheFormula) {
