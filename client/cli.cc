@@ -32,7 +32,7 @@ struct GlobalFlags {
 };
 
 int Fail(const Status& status) {
-  std::cerr << "error: " << TerminalSafeLines(status.message()) << "\n";
+  std::cerr << ErrorText(status);
   return 1;
 }
 
@@ -129,7 +129,7 @@ int Submit(const GlobalFlags& flags, const std::string& path, const std::string&
            bool watch) {
   StatusOr<v1::JobSpec> spec = LoadJobSpecFile(path);
   if (!spec.ok()) {
-    std::cerr << "error: " << TerminalSafeLines(spec.status().message()) << "\n";
+    std::cerr << ErrorText(spec.status());
     return 2;
   }
   StatusOr<ControllerClient> connected = Connect(flags);
@@ -154,7 +154,7 @@ int Plan(const std::string& path, bool sweep) {
   StatusOr<v1::JobSpec> spec = loaded.ok() ? NormalizeJobSpec(*loaded) : loaded.status();
   StatusOr<v1::BatchPlan> batch = spec.ok() ? ResolveBatchPlan(*spec) : spec.status();
   if (!batch.ok()) {
-    std::cerr << "error: " << TerminalSafeLines(batch.status().message()) << "\n";
+    std::cerr << ErrorText(batch.status());
     return 2;
   }
   std::cout << "global batch " << BatchSplit(*batch);

@@ -160,8 +160,18 @@ std::string JobDetails(const v1::Job& j) {
       << (s.name().empty() ? "" : " (" + TerminalSafe(s.name()) + ")") << "\n"
       << "state:        " << StateName(j.state())
       << (j.reason().empty() ? "" : ": " + TerminalSafe(j.reason())) << "\n"
-      << "owner:        " << (j.owner().empty() ? "-" : TerminalSafe(j.owner())) << "\n"
-      << "worker:       " << (j.worker_id().empty() ? "-" : TerminalSafe(j.worker_id())) << "\n"
+      << "owner:        " << (j.owner().empty() ? "-" : TerminalSafe(j.owner())) << "\n";
+  if (!s.labels().empty()) {
+    // In key order: a map's own order is arbitrary.
+    std::vector<std::pair<std::string, std::string>> labels(s.labels().begin(), s.labels().end());
+    std::sort(labels.begin(), labels.end());
+    std::string text;
+    for (const auto& [key, value] : labels) {
+      text += (text.empty() ? "" : ", ") + TerminalSafe(key) + "=" + TerminalSafe(value);
+    }
+    out << "labels:       " << text << "\n";
+  }
+  out << "worker:       " << (j.worker_id().empty() ? "-" : TerminalSafe(j.worker_id())) << "\n"
       << "batch:        global " << BatchSplit(j.batch()) << "\n"
       << "normalization:"
       << " " << s.normalization() << "\n"
@@ -288,6 +298,14 @@ std::string ProgressBar(int64_t done, int64_t total, int width) {
   return "[" + std::string(filled, '#') + std::string(width - filled, '.') + "] " +
          Format("%3.0f%%", fraction * 100) + "  " + std::to_string(done) + "/" +
          std::to_string(total);
+}
+
+std::string ErrorText(const Status& status) {
+  const std::vector<FieldViolation>& violations = status.field_violations();
+  if (violations.size() < 2) return "error: " + TerminalSafeLines(status.message()) + "\n";
+  std::string text = "error: " + std::to_string(violations.size()) + " problems:\n";
+  for (const FieldViolation& v : violations) text += "  " + TerminalSafe(v.description) + "\n";
+  return text;
 }
 
 }  // namespace accumulus::client

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "accumulus/v1/controller.pb.h"
+#include "common/status.h"
 
 namespace accumulus::client {
 
@@ -30,6 +31,11 @@ std::string WorkerTable(const v1::ListWorkersResponse& workers);
 // One line for an event, e.g. "step 3/40 epoch 0 loss 0.6931 ...".
 std::string EventLine(const v1::JobEvent& event);
 // "[#########.........]  45%  18/40" at `width` characters of bar.
+// An error for stderr, "error: ..." and a newline: a spec's field violations
+// one per line under a count, anything else on one line; what users wrote
+// escaped (terminal_text.h).
+std::string ErrorText(const Status& status);
+
 std::string ProgressBar(int64_t done, int64_t total, int width = 30);
 
 }  // namespace accumulus::client

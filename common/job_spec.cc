@@ -1,137 +1,193 @@
 #include "common/job_spec.h"
 
 #include <algorithm>
+#include <cctype>
+#include <charconv>
 #include <cmath>
-#include <cstdio>
 #include <initializer_list>
-#include <sstream>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "common/batch_arithmetic.h"
-#include "common/utf8.h"
+#include "common/user_text.h"
 #include "common/window_schedule.h"
 
 namespace accumulus {
 namespace {
 
-template <typename T>
-std::string Describe(const std::string& field, const T& value) {
-  std::ostringstream out;
-  out << field << " " << value;
-  return out.str();
+// Every violation of one spec, in the order its fields are checked.
+class Violations {
+ public:
+  void Add(std::string field, std::string description) {
+    list_.push_back({std::move(field), std::move(description)});
+  }
+  void Add(Status status, std::string field) {
+    if (!status.ok()) Add(std::move(field), status.message());
+  }
+  // Whether `field` or a field inside it ("model" covers "model.heads") is
+  // already wrong: checks that combine fields skip what is.
+  bool Any(std::string_view field) const {
+    for (const FieldViolation& v : list_) {
+      const std::string_view f = v.field;
+      if (f == field || (f.size() > field.size() && f.substr(0, field.size()) == field &&
+                         (f[field.size()] == '.' || f[field.size()] == '['))) {
+        return true;
+      }
+    }
+    return false;
+  }
+  template <typename... Fields>
+  bool AnyOf(Fields... fields) const {
+    return (Any(fields) || ...);
+  }
+  bool empty() const { return list_.empty(); }
+  std::vector<FieldViolation> Take() { return std::move(list_); }
+
+ private:
+  std::vector<FieldViolation> list_;
+};
+
+// A real number as a user would write it: the shortest text that reads back
+// as the same double ("0.1", "1e-08", "nan").
+std::string Real(double value) {
+  char text[32];
+  const std::to_chars_result r = std::to_chars(text, text + sizeof text, value);
+  return std::string(text, r.ptr);
 }
 
-std::string Quoted(const std::string& s) { return "\"" + s + "\""; }
+std::string Int(int64_t value) { return std::to_string(value); }
 
-Status OneOf(const std::string& field, const std::string& value,
-             std::initializer_list<const char*> allowed) {
+void OneOf(Violations* bad, const std::string& field, const std::string& value,
+           std::initializer_list<const char*> allowed) {
   for (const char* a : allowed) {
-    if (value == a) return Status::Ok();
+    if (value == a) return;
   }
   std::string list;
-  for (const char* a : allowed) list += (list.empty() ? "" : ", ") + Quoted(a);
-  return Status::InvalidArgument(field + " " + Quoted(value) + " is not one of " + list);
+  for (const char* a : allowed) list += (list.empty() ? "\"" : ", \"") + std::string(a) + "\"";
+  bad->Add(field, field + " " + QuotedForError(value) + " is not one of " + list);
 }
 
-Status Positive(const std::string& field, double value) {
-  if (!(value > 0) || !std::isfinite(value)) {
-    return Status::InvalidArgument(Describe(field, value) + " must be a positive number");
-  }
-  return Status::Ok();
+void CheckPrintable(Violations* bad, const std::string& field, const std::string& text,
+                    size_t max_bytes, const char* what) {
+  bad->Add(CheckPrintableText(field, text, max_bytes, what), field);
 }
 
-Status NotNegative(const std::string& field, double value) {
-  if (!(value >= 0) || !std::isfinite(value)) {
-    return Status::InvalidArgument(Describe(field, value) + " must be zero or positive");
-  }
-  return Status::Ok();
+// A numeric field: its limit and how to read it from a spec.
+struct LimitedField {
+  NumericLimit limit;
+  int64_t (*integer)(const v1::JobSpec&);
+  double (*real)(const v1::JobSpec&);
+};
+
+constexpr double kKi = 1024;
+constexpr double kMi = kKi * kKi;
+
+LimitedField Integer(const char* field, double min, double max,
+                     int64_t (*get)(const v1::JobSpec&)) {
+  return {{field, min, max, false, false, true}, get, nullptr};
 }
 
-Status InUnitInterval(const std::string& field, double value) {
-  if (!(value >= 0 && value < 1)) {
-    return Status::InvalidArgument(Describe(field, value) + " must be in [0, 1)");
-  }
-  return Status::Ok();
+LimitedField RealIn(const char* field, double min, bool min_open, double max, bool max_open,
+                    double (*get)(const v1::JobSpec&)) {
+  return {{field, min, max, min_open, max_open, false}, nullptr, get};
 }
 
-// A job's name is shown in every list and log: printable UTF-8, bounded.
-// The error gives the position and code point of a bad character, never the
-// character itself (it may be an escape sequence).
-Status CheckName(const std::string& name) {
-  if (name.size() > kMaxJobNameBytes) {
-    return Status::InvalidArgument("name has " + std::to_string(name.size()) + " bytes; at most " +
-                                   std::to_string(kMaxJobNameBytes));
-  }
-  size_t character = 0;
-  for (size_t i = 0; i < name.size(); ++character) {
-    uint32_t code_point = 0;
-    const size_t length = DecodeUtf8(name, i, &code_point);
-    if (length == 0) {
-      return Status::InvalidArgument("name: byte " + std::to_string(i + 1) + " is not UTF-8");
-    }
-    if (IsControlCodePoint(code_point)) {
-      char hex[16];
-      std::snprintf(hex, sizeof hex, "U+%04X", code_point);
-      return Status::InvalidArgument("name: character " + std::to_string(character + 1) + " (" +
-                                     hex +
-                                     ") is a control character; a job name is printable "
-                                     "text");
-    }
-    i += length;
-  }
-  return Status::Ok();
+// Every numeric field's range, after defaults (a 0 that means "derive it"
+// or "no limit" is in range). The upper limits are far above real jobs and
+// keep one spec from asking a worker for what no machine has.
+const std::vector<LimitedField>& LimitedFields() {
+  using S = const v1::JobSpec&;
+  static const std::vector<LimitedField> fields = {
+      Integer("micro_batch", 0, kMi, [](S s) { return s.micro_batch(); }),
+      Integer("accumulation_steps", 0, 64 * kKi, [](S s) { return s.accumulation_steps(); }),
+      Integer("global_batch", 0, kKi * kMi, [](S s) { return s.global_batch(); }),
+      Integer("devices", 1, kKi, [](S s) -> int64_t { return s.devices(); }),
+      Integer("devices.min", 0, kKi, [](S s) -> int64_t { return s.min_devices(); }),
+      Integer("max_steps", 0, 1e9, [](S s) { return s.max_steps(); }),
+      Integer("epochs", 0, 1e6, [](S s) { return s.epochs(); }),
+      Integer("base_batch", 0, kKi * kMi, [](S s) { return s.base_batch(); }),
+      Integer("nominal_batch", 0, kKi * kMi, [](S s) { return s.nominal_batch(); }),
+      Integer("model.d_model", 1, 16 * kKi, [](S s) { return s.model().d_model(); }),
+      Integer("model.heads", 1, 256, [](S s) { return s.model().heads(); }),
+      Integer("model.layers", 1, 256, [](S s) { return s.model().layers(); }),
+      Integer("data.samples", 0, 1e9, [](S s) { return s.data().samples(); }),
+      Integer("data.features", 0, kMi, [](S s) { return s.data().features(); }),
+      Integer("data.outputs", 0, kMi, [](S s) { return s.data().outputs(); }),
+      Integer("data.channels", 1, 64, [](S s) { return s.data().channels(); }),
+      Integer("data.image_size", 1, 4 * kKi, [](S s) { return s.data().image_size(); }),
+      Integer("data.sequence_length", 1, kMi, [](S s) { return s.data().sequence_length(); }),
+      Integer("data.min_sequence_length", 1, kMi,
+              [](S s) { return s.data().min_sequence_length(); }),
+      Integer("data.separator", 0, 65535, [](S s) { return s.data().separator(); }),
+      Integer("threads.intra_op", 0, kKi, [](S s) -> int64_t { return s.threads().intra_op(); }),
+      Integer("threads.blas", 0, kKi, [](S s) -> int64_t { return s.threads().blas(); }),
+      Integer("collective_timeout_seconds", 0, 86400,
+              [](S s) -> int64_t { return s.collective_timeout_seconds(); }),
+      Integer("loss_scale_growth_interval", 0, 1e6,
+              [](S s) -> int64_t { return s.loss_scale_growth_interval(); }),
+      Integer("memory_limit_bytes", 0, kMi * kMi * kKi, [](S s) { return s.memory_limit_bytes(); }),
+      Integer("checkpoint.every_steps", 0, 1e9, [](S s) { return s.checkpoint().every_steps(); }),
+      Integer("checkpoint.keep", 0, 1000, [](S s) { return s.checkpoint().keep(); }),
+      Integer("max_restarts", 0, 100, [](S s) -> int64_t { return s.max_restarts(); }),
+      Integer("lr_schedule.warmup_steps", 0, 1e5,
+              [](S s) { return s.lr_schedule().warmup_steps(); }),
+      RealIn("optimizer.lr", 0, true, 1000, false, [](S s) { return s.optimizer().lr(); }),
+      RealIn("optimizer.momentum", 0, false, 1, true, [](S s) { return s.optimizer().momentum(); }),
+      RealIn("optimizer.weight_decay", 0, false, 100, false,
+             [](S s) { return s.optimizer().weight_decay(); }),
+      RealIn("optimizer.beta1", 0, false, 1, true, [](S s) { return s.optimizer().beta1(); }),
+      RealIn("optimizer.beta2", 0, false, 1, true, [](S s) { return s.optimizer().beta2(); }),
+      RealIn("optimizer.eps", 0, false, 1, false, [](S s) { return s.optimizer().eps(); }),
+      RealIn("data.noise", 0, false, 1e6, false, [](S s) { return s.data().noise(); }),
+      RealIn("max_grad_norm", 0, false, 1e9, false, [](S s) { return s.max_grad_norm(); }),
+      RealIn("bucket_megabytes", 0, false, 4096, false, [](S s) { return s.bucket_megabytes(); }),
+      RealIn("initial_loss_scale", 0, false, 4 * kKi * kMi, false,
+             [](S s) { return s.initial_loss_scale(); }),
+      RealIn("lr_schedule.min_lr_ratio", 0, false, 1, true,
+             [](S s) { return s.lr_schedule().min_lr_ratio(); }),
+  };
+  return fields;
 }
 
-Status FirstError(std::initializer_list<Status> checks) {
-  for (const Status& s : checks) {
-    if (!s.ok()) return s;
-  }
-  return Status::Ok();
+// A bound as the field's own kind of number: 1000000000, not 1e+09, for
+// a count.
+std::string Bound(const NumericLimit& l, double bound) {
+  return l.integer ? Int(static_cast<int64_t>(bound)) : Real(bound);
 }
 
-Status CheckModel(v1::ModelSpec* model) {
-  if (model->kind().empty()) {
-    return Status::InvalidArgument("model.kind is required (\"mlp\", \"cnn\" or \"charlm\")");
+}  // namespace
+
+std::string RangeText(const NumericLimit& l) {
+  return std::string(l.min_open ? "(" : "[") + Bound(l, l.min) + ", " + Bound(l, l.max) +
+         (l.max_open ? ")" : "]");
+}
+
+namespace {
+
+// What a value under a field's minimum must be instead.
+std::string BelowMinimum(const NumericLimit& l) {
+  if (l.integer && l.min == 0) return "must not be negative";
+  if (l.integer && l.min == 1) return "must be positive";
+  if (l.min == 0) return l.min_open ? "must be a positive number" : "must be zero or positive";
+  return (l.min_open ? "must be more than " : "must be at least ") + Bound(l, l.min);
+}
+
+void CheckLimit(Violations* bad, const LimitedField& f, const v1::JobSpec& spec) {
+  const NumericLimit& l = f.limit;
+  const double value = f.integer ? static_cast<double>(f.integer(spec)) : f.real(spec);
+  const std::string text = f.integer ? Int(f.integer(spec)) : Real(value);
+  const std::string field = l.field;
+  if (std::isnan(value)) {
+    bad->Add(field, field + " " + text + " is not a number; it must be in " + RangeText(l));
+  } else if (l.max_open && (value < l.min || value >= l.max)) {
+    bad->Add(field, field + " " + text + " must be in " + RangeText(l));
+  } else if (value < l.min || (l.min_open && value == l.min)) {
+    bad->Add(field, field + " " + text + " " + BelowMinimum(l));
+  } else if (value > l.max) {
+    bad->Add(field, field + " " + text + " exceeds the limit " + Bound(l, l.max));
   }
-  if (Status s = OneOf("model.kind", model->kind(), {"mlp", "cnn", "charlm", "torchscript"});
-      !s.ok()) {
-    return s;
-  }
-  if (model->kind() == "torchscript" && model->path().empty()) {
-    return Status::InvalidArgument("model.path is required for model.kind \"torchscript\"");
-  }
-  if (model->kind() == "torchscript" && model->activation_checkpointing()) {
-    return Status::InvalidArgument(
-        "model.activation_checkpointing is for the built-in models; a TorchScript module "
-        "checkpoints inside its own forward (torch.utils.checkpoint before export)");
-  }
-  if (!model->loss().empty()) {
-    if (Status s = OneOf("model.loss", model->loss(), {"cross_entropy", "mse"}); !s.ok()) return s;
-  }
-  if (model->norm().empty()) model->set_norm("batch");
-  if (model->d_model() == 0) model->set_d_model(128);
-  if (model->heads() == 0) model->set_heads(4);
-  if (model->layers() == 0) model->set_layers(2);
-  Status s = FirstError({
-      OneOf("model.norm", model->norm(), {"batch", "none"}),
-      Positive("model.d_model", static_cast<double>(model->d_model())),
-      Positive("model.heads", static_cast<double>(model->heads())),
-      Positive("model.layers", static_cast<double>(model->layers())),
-  });
-  if (!s.ok()) return s;
-  if (model->d_model() % model->heads() != 0) {
-    return Status::InvalidArgument("model.d_model " + std::to_string(model->d_model()) +
-                                   " is not divisible by model.heads " +
-                                   std::to_string(model->heads()));
-  }
-  for (int i = 0; i < model->hidden_size(); ++i) {
-    if (model->hidden(i) <= 0) {
-      return Status::InvalidArgument(
-          Describe("model.hidden[" + std::to_string(i) + "]", model->hidden(i)) +
-          " must be positive");
-    }
-  }
-  return Status::Ok();
 }
 
 // The data task each model kind trains on.
@@ -141,18 +197,64 @@ const char* TaskOf(const std::string& model) {
   return nullptr;  // mlp: classification or regression; torchscript: any
 }
 
-Status CheckData(v1::DataSpec* data, const v1::ModelSpec& model, uint64_t job_seed) {
+void DefaultModel(v1::ModelSpec* model) {
+  if (model->norm().empty()) model->set_norm("batch");
+  if (model->d_model() == 0) model->set_d_model(128);
+  if (model->heads() == 0) model->set_heads(4);
+  if (model->layers() == 0) model->set_layers(2);
+}
+
+void CheckModel(Violations* bad, const v1::ModelSpec& model) {
+  if (model.kind().empty()) {
+    bad->Add("model.kind", "model.kind is required (\"mlp\", \"cnn\" or \"charlm\")");
+  } else {
+    OneOf(bad, "model.kind", model.kind(), {"mlp", "cnn", "charlm", "torchscript"});
+  }
+  if (model.kind() == "torchscript" && model.path().empty()) {
+    bad->Add("model.path", "model.path is required for model.kind \"torchscript\"");
+  }
+  if (model.kind() == "torchscript" && model.activation_checkpointing()) {
+    bad->Add("model.activation_checkpointing",
+             "model.activation_checkpointing is for the built-in models; a TorchScript module "
+             "checkpoints inside its own forward (torch.utils.checkpoint before export)");
+  }
+  if (!model.loss().empty()) OneOf(bad, "model.loss", model.loss(), {"cross_entropy", "mse"});
+  OneOf(bad, "model.norm", model.norm(), {"batch", "none"});
+  if (!bad->AnyOf("model.d_model", "model.heads") && model.d_model() % model.heads() != 0) {
+    bad->Add("model.heads", "model.d_model " + Int(model.d_model()) +
+                                " is not divisible by model.heads " + Int(model.heads()));
+  }
+  if (model.hidden_size() > kMaxHiddenLayers) {
+    bad->Add("model.hidden", "model.hidden has " + std::to_string(model.hidden_size()) +
+                                 " layers; at most " + std::to_string(kMaxHiddenLayers));
+  } else {
+    for (int i = 0; i < model.hidden_size(); ++i) {
+      const std::string field = "model.hidden[" + std::to_string(i) + "]";
+      if (model.hidden(i) <= 0) {
+        bad->Add(field, field + " " + Int(model.hidden(i)) + " must be positive");
+      } else if (model.hidden(i) > 64 * kKi) {
+        bad->Add(field, field + " " + Int(model.hidden(i)) + " exceeds the limit 65536");
+      }
+    }
+  }
+}
+
+void DefaultData(v1::DataSpec* data, const v1::ModelSpec& model, uint64_t job_seed) {
   if (data->kind().empty()) data->set_kind("synthetic");
-  const bool synthetic = data->kind() == "synthetic";
   if (data->token_dtype().empty()) data->set_token_dtype("uint8");
   if (data->token_layout().empty()) data->set_token_layout("documents");
   if (data->kind() == "tokens" && data->task().empty()) data->set_task("language_modeling");
   if (data->task().empty()) {
     data->set_task(TaskOf(model.kind()) ? TaskOf(model.kind()) : "classification");
   }
-  const std::string& task = data->task();
-  const bool classification = task == "classification" || task == "image_classification";
-  if (data->outputs() == 0) data->set_outputs(classification ? 10 : 1);
+  const bool classification =
+      data->task() == "classification" || data->task() == "image_classification";
+  // A file's classes are its labels' unless the spec declares them (then a
+  // label outside them is an error, with the file and line).
+  const bool from_file = data->kind() != "synthetic";
+  if (data->outputs() == 0 && !(classification && from_file)) {
+    data->set_outputs(classification ? 10 : 1);
+  }
   if (data->channels() == 0) data->set_channels(3);
   if (data->image_size() == 0) data->set_image_size(32);
   if (data->sequence_length() == 0) data->set_sequence_length(64);
@@ -161,85 +263,207 @@ Status CheckData(v1::DataSpec* data, const v1::ModelSpec& model, uint64_t job_se
   }
   // A data seed distinct from the init seed, yet fixed by the job seed.
   if (data->seed() == 0) data->set_seed(job_seed ^ 0x9E3779B97F4A7C15ULL);
-  Status s = FirstError({
-      OneOf("data.kind", data->kind(), {"synthetic", "csv", "idx", "tokens"}),
-      OneOf("data.task", task,
-            {"classification", "regression", "image_classification", "language_modeling"}),
-      synthetic ? Positive("data.samples", static_cast<double>(data->samples())) : Status::Ok(),
-      OneOf("data.token_dtype", data->token_dtype(), {"uint8", "uint16"}),
-      OneOf("data.token_layout", data->token_layout(), {"documents", "blocks"}),
-      NotNegative("data.noise", data->noise()),
-      Positive("data.channels", static_cast<double>(data->channels())),
-      Positive("data.image_size", static_cast<double>(data->image_size())),
-      Positive("data.sequence_length", static_cast<double>(data->sequence_length())),
-      Positive("data.min_sequence_length", static_cast<double>(data->min_sequence_length())),
-  });
-  if (!s.ok()) return s;
-  const char* model_task = TaskOf(model.kind());
-  if ((model_task != nullptr && task != model_task) ||
-      (model.kind() == "mlp" && task != "classification" && task != "regression")) {
-    return Status::InvalidArgument("model.kind \"" + model.kind() +
-                                   "\" cannot train on data.task \"" + task + "\" (it takes " +
-                                   (model_task ? std::string("\"") + model_task + "\""
-                                               : "\"classification\" or \"regression\"") +
-                                   ")");
-  }
-  if (!synthetic && data->path().empty()) {
-    return Status::InvalidArgument("data.path is required for data.kind \"" + data->kind() + "\"");
-  }
-  if (data->kind() == "idx" && data->labels_path().empty()) {
-    return Status::InvalidArgument("data.labels_path is required for data.kind \"idx\"");
-  }
-  if (synthetic && (task == "classification" || task == "regression") && data->features() <= 0) {
-    return Status::InvalidArgument("data.features " + std::to_string(data->features()) +
-                                   " must be a positive number");
-  }
-  if (data->min_sequence_length() > data->sequence_length()) {
-    return Status::InvalidArgument(
-        "data.min_sequence_length " + std::to_string(data->min_sequence_length()) +
-        " exceeds data.sequence_length " + std::to_string(data->sequence_length()));
-  }
-  if (classification && data->outputs() < 2) {
-    return Status::InvalidArgument(Describe("data.outputs", data->outputs()) +
-                                   " must be at least 2 classes for classification");
-  }
-  if (data->outputs() < 0) {
-    return Status::InvalidArgument(Describe("data.outputs", data->outputs()) + " must be positive");
-  }
-  return Status::Ok();
 }
 
-Status CheckOptimizer(v1::OptimizerSpec* opt) {
+void CheckData(Violations* bad, const v1::DataSpec& data, const v1::ModelSpec& model) {
+  const bool synthetic = data.kind() == "synthetic";
+  const std::string& task = data.task();
+  OneOf(bad, "data.kind", data.kind(), {"synthetic", "csv", "idx", "tokens"});
+  OneOf(bad, "data.task", task,
+        {"classification", "regression", "image_classification", "language_modeling"});
+  OneOf(bad, "data.token_dtype", data.token_dtype(), {"uint8", "uint16"});
+  OneOf(bad, "data.token_layout", data.token_layout(), {"documents", "blocks"});
+  if (synthetic && !bad->Any("data.samples") && data.samples() == 0) {
+    bad->Add("data.samples", "data.samples 0 must be a positive number for synthetic data");
+  }
+  const char* model_task = TaskOf(model.kind());
+  if (!bad->AnyOf("model.kind", "data.task") &&
+      ((model_task != nullptr && task != model_task) ||
+       (model.kind() == "mlp" && task != "classification" && task != "regression"))) {
+    bad->Add("data.task", "model.kind \"" + model.kind() + "\" cannot train on data.task \"" +
+                              task + "\" (it takes " +
+                              (model_task ? std::string("\"") + model_task + "\""
+                                          : "\"classification\" or \"regression\"") +
+                              ")");
+  }
+  if (!synthetic && !bad->Any("data.kind") && data.path().empty()) {
+    bad->Add("data.path", "data.path is required for data.kind \"" + data.kind() + "\"");
+  }
+  if (data.kind() == "idx" && data.labels_path().empty()) {
+    bad->Add("data.labels_path", "data.labels_path is required for data.kind \"idx\"");
+  }
+  if (synthetic && (task == "classification" || task == "regression") &&
+      !bad->Any("data.features") && data.features() == 0) {
+    bad->Add("data.features", "data.features 0 must be a positive number");
+  }
+  if (!bad->AnyOf("data.sequence_length", "data.min_sequence_length") &&
+      data.min_sequence_length() > data.sequence_length()) {
+    bad->Add("data.min_sequence_length",
+             "data.min_sequence_length " + Int(data.min_sequence_length()) +
+                 " exceeds data.sequence_length " + Int(data.sequence_length()));
+  }
+  const bool classification = task == "classification" || task == "image_classification";
+  if (classification && !bad->Any("data.outputs") && data.outputs() < 2 &&
+      !(data.outputs() == 0 && !synthetic)) {
+    bad->Add("data.outputs", "data.outputs " + Int(data.outputs()) +
+                                 " must be at least 2 classes for classification");
+  }
+  if (data.token_dtype() == "uint8" && !bad->Any("data.separator") && data.separator() > 255) {
+    bad->Add("data.separator", "data.separator " + Int(data.separator()) +
+                                   " is not a uint8 token id (0 to 255; data.token_dtype "
+                                   "\"uint16\" has 0 to 65535)");
+  }
+  CheckPrintable(bad, "data.label_column", data.label_column(), 256, "a column name");
+}
+
+void DefaultOptimizer(v1::OptimizerSpec* opt) {
   if (opt->kind().empty()) opt->set_kind("sgd");
   if (opt->kind() == "adamw") {
     if (opt->beta1() == 0) opt->set_beta1(0.9);
     if (opt->beta2() == 0) opt->set_beta2(0.999);
     if (opt->eps() == 0) opt->set_eps(1e-8);
   }
-  Status s = FirstError({
-      OneOf("optimizer.kind", opt->kind(), {"sgd", "adamw"}),
-      Positive("optimizer.lr", opt->lr()),
-      InUnitInterval("optimizer.momentum", opt->momentum()),
-      NotNegative("optimizer.weight_decay", opt->weight_decay()),
-      InUnitInterval("optimizer.beta1", opt->beta1()),
-      InUnitInterval("optimizer.beta2", opt->beta2()),
-      NotNegative("optimizer.eps", opt->eps()),
-  });
-  if (!s.ok()) return s;
-  if (opt->nesterov() && opt->momentum() == 0) {
-    return Status::InvalidArgument("optimizer.nesterov needs optimizer.momentum > 0");
+}
+
+void CheckOptimizer(Violations* bad, const v1::OptimizerSpec& opt) {
+  OneOf(bad, "optimizer.kind", opt.kind(), {"sgd", "adamw"});
+  if (opt.nesterov() && opt.momentum() == 0) {
+    bad->Add("optimizer.nesterov", "optimizer.nesterov needs optimizer.momentum > 0");
   }
-  if (opt->kind() != "sgd" && (opt->momentum() != 0 || opt->nesterov())) {
-    return Status::InvalidArgument(
-        "optimizer.momentum and optimizer.nesterov apply to \"sgd\" only, not " +
-        Quoted(opt->kind()));
+  if (!bad->Any("optimizer.kind") && opt.kind() != "sgd" &&
+      (opt.momentum() != 0 || opt.nesterov())) {
+    bad->Add("optimizer.momentum",
+             "optimizer.momentum and optimizer.nesterov apply to \"sgd\" only, not " +
+                 QuotedForError(opt.kind()));
   }
-  return Status::Ok();
+}
+
+// A label key as Kubernetes has them: an optional DNS-style prefix and "/",
+// then a name of letters, digits, '-', '_' and '.' that begins and ends with
+// a letter or digit.
+bool IsLabelKey(std::string_view key) {
+  const size_t slash = key.rfind('/');
+  const std::string_view prefix = slash == std::string_view::npos ? "" : key.substr(0, slash);
+  const std::string_view name = slash == std::string_view::npos ? key : key.substr(slash + 1);
+  auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+  if (slash != std::string_view::npos && (prefix.empty() || prefix.size() > kMaxLabelPrefixBytes)) {
+    return false;
+  }
+  for (char c : prefix) {
+    if (!(std::islower(static_cast<unsigned char>(c)) ||
+          std::isdigit(static_cast<unsigned char>(c)) || c == '-' || c == '.')) {
+      return false;
+    }
+  }
+  if (name.empty() || name.size() > kMaxLabelNameBytes || !alnum(name.front()) ||
+      !alnum(name.back())) {
+    return false;
+  }
+  return std::all_of(name.begin(), name.end(),
+                     [&](char c) { return alnum(c) || c == '-' || c == '_' || c == '.'; });
+}
+
+void CheckLabels(Violations* bad, const v1::JobSpec& spec) {
+  if (spec.labels_size() > kMaxLabels) {
+    bad->Add("labels", "labels has " + std::to_string(spec.labels_size()) + " entries; at most " +
+                           std::to_string(kMaxLabels));
+    return;
+  }
+  // In key order, so that the violations come in the same order each time.
+  std::vector<std::pair<std::string, std::string>> labels(spec.labels().begin(),
+                                                          spec.labels().end());
+  std::sort(labels.begin(), labels.end());
+  for (const auto& [key, value] : labels) {
+    if (!IsLabelKey(key)) {
+      bad->Add("labels", "labels: key " + QuotedForError(key) +
+                             " is not a label key (1 to 63 letters, digits, '-', '_' or '.', "
+                             "beginning and ending with a letter or digit, after an optional "
+                             "\"prefix/\")");
+      continue;
+    }
+    CheckPrintable(bad, "labels." + key, value, kMaxLabelValueBytes, "a label value");
+  }
+}
+
+void CheckPaths(Violations* bad, const v1::JobSpec& spec) {
+  const std::pair<const char*, const std::string*> paths[] = {
+      {"model.path", &spec.model().path()},
+      {"data.path", &spec.data().path()},
+      {"data.labels_path", &spec.data().labels_path()},
+      {"output", &spec.output()},
+      {"checkpoint.dir", &spec.checkpoint().dir()},
+  };
+  for (const auto& [field, path] : paths) {
+    CheckPrintable(bad, field, *path, kMaxPathBytes, "a path");
+  }
+}
+
+// The checks that combine fields of the whole spec, each skipped where one
+// of its fields is wrong already.
+void CheckCombinations(Violations* bad, const v1::JobSpec& spec) {
+  if (!bad->AnyOf("devices", "devices.min") && spec.min_devices() > spec.devices()) {
+    bad->Add("devices.min", "devices.min " + Int(spec.min_devices()) +
+                                " must be between 1 and devices.max " + Int(spec.devices()));
+  }
+  if (spec.min_devices() > 0 && spec.nominal_batch() > 0) {
+    bad->Add("nominal_batch",
+             "devices {min, max} and nominal_batch do not combine: the nominal ramp is planned "
+             "for one device count");
+  }
+  if (spec.precision() == "fp16" && spec.loss_scaling() != "dynamic" && !bad->Any("loss_scaling")) {
+    bad->Add("loss_scaling", "precision \"fp16\" needs loss_scaling \"dynamic\" (got \"" +
+                                 spec.loss_scaling() + "\")");
+  }
+  if (spec.checkpoint().dir().empty() &&
+      (spec.checkpoint().every_steps() != 0 || spec.checkpoint().keep() != 0)) {
+    bad->Add("checkpoint.dir", "checkpoint.every_steps " + Int(spec.checkpoint().every_steps()) +
+                                   " needs checkpoint.dir (where to write them)");
+  }
+  if (spec.lr_scaling() == "linear" && spec.base_batch() == 0) {
+    bad->Add("base_batch", "lr_scaling \"linear\" needs base_batch (the batch lr was tuned for)");
+  }
+  if (spec.nominal_batch() > 0 &&
+      (spec.micro_batch() == 0 || spec.accumulation_steps() != 0 || spec.global_batch() != 0)) {
+    bad->Add("nominal_batch",
+             "nominal_batch " + Int(spec.nominal_batch()) +
+                 " derives accumulation_steps and global_batch from micro_batch: give micro_batch "
+                 "only (got micro_batch " +
+                 Int(spec.micro_batch()) + ", accumulation_steps " +
+                 Int(spec.accumulation_steps()) + ", global_batch " + Int(spec.global_batch()) +
+                 ")");
+  }
+  if (spec.auto_micro_batch() && (spec.global_batch() == 0 || spec.micro_batch() != 0 ||
+                                  spec.accumulation_steps() != 0 || spec.nominal_batch() != 0)) {
+    bad->Add("micro_batch",
+             "micro_batch auto needs global_batch and derives micro_batch and accumulation_steps "
+             "(got global_batch " +
+                 Int(spec.global_batch()) + ", accumulation_steps " +
+                 Int(spec.accumulation_steps()) + ")");
+  }
+  if (!bad->AnyOf("max_steps", "epochs") && spec.max_steps() == 0 && spec.epochs() == 0) {
+    bad->Add("max_steps", "set max_steps or epochs (both are 0): the job would never end");
+  }
 }
 
 }  // namespace
 
+const std::vector<NumericLimit>& NumericLimits() {
+  static const std::vector<NumericLimit> limits = [] {
+    std::vector<NumericLimit> out;
+    for (const LimitedField& f : LimitedFields()) out.push_back(f.limit);
+    return out;
+  }();
+  return limits;
+}
+
 StatusOr<v1::JobSpec> NormalizeJobSpec(const v1::JobSpec& input) {
+  Violations bad;
+  if (input.ByteSizeLong() > kMaxSpecBytes) {
+    // Not even read further: a spec this size is a mistake or an attack.
+    bad.Add("spec", "the spec has " + std::to_string(input.ByteSizeLong()) +
+                        " bytes serialized; at most " + std::to_string(kMaxSpecBytes));
+    return Status::InvalidFields(bad.Take());
+  }
   v1::JobSpec spec = input;
   if (spec.devices() == 0) spec.set_devices(1);
   if (spec.normalization().empty()) spec.set_normalization("exact");
@@ -250,90 +474,43 @@ StatusOr<v1::JobSpec> NormalizeJobSpec(const v1::JobSpec& input) {
   if (spec.loss_scaling().empty()) {
     spec.set_loss_scaling(spec.precision() == "fp16" ? "dynamic" : "none");
   }
-  Status s = FirstError({
-      CheckName(spec.name()),
-      CheckModel(spec.mutable_model()),
-      CheckData(spec.mutable_data(), spec.model(), spec.seed()),
-      CheckOptimizer(spec.mutable_optimizer()),
-      OneOf("normalization", spec.normalization(), {"exact", "per_microbatch_mean"}),
-      NotNegative("max_grad_norm", spec.max_grad_norm()),
-      NotNegative("max_steps", static_cast<double>(spec.max_steps())),
-      NotNegative("epochs", static_cast<double>(spec.epochs())),
-      NotNegative("threads.intra_op", spec.threads().intra_op()),
-      NotNegative("threads.blas", spec.threads().blas()),
-      NotNegative("collective_timeout_seconds", spec.collective_timeout_seconds()),
-      NotNegative("bucket_megabytes", spec.bucket_megabytes()),
-      NotNegative("checkpoint.every_steps", static_cast<double>(spec.checkpoint().every_steps())),
-      NotNegative("checkpoint.keep", static_cast<double>(spec.checkpoint().keep())),
-      NotNegative("max_restarts", spec.max_restarts()),
-      OneOf("partial_window", spec.partial_window(), {"normalize", "drop", "carry"}),
-      OneOf("lr_schedule.kind", spec.lr_schedule().kind(), {"constant", "cosine", "linear"}),
-      NotNegative("lr_schedule.warmup_steps",
-                  static_cast<double>(spec.lr_schedule().warmup_steps())),
-      InUnitInterval("lr_schedule.min_lr_ratio", spec.lr_schedule().min_lr_ratio()),
-      OneOf("lr_scaling", spec.lr_scaling(), {"none", "linear"}),
-      NotNegative("base_batch", static_cast<double>(spec.base_batch())),
-      NotNegative("nominal_batch", static_cast<double>(spec.nominal_batch())),
-      OneOf("precision", spec.precision(), {"fp32", "bf16", "fp16"}),
-      OneOf("loss_scaling", spec.loss_scaling(), {"none", "dynamic"}),
-      NotNegative("initial_loss_scale", spec.initial_loss_scale()),
-      NotNegative("loss_scale_growth_interval", spec.loss_scale_growth_interval()),
-  });
-  if (!s.ok()) return s;
-  if (spec.devices() < 0) {
-    return Status::InvalidArgument(Describe("devices", spec.devices()) + " must be positive");
+  DefaultModel(spec.mutable_model());
+  DefaultData(spec.mutable_data(), spec.model(), spec.seed());
+  DefaultOptimizer(spec.mutable_optimizer());
+
+  CheckPrintable(&bad, "name", spec.name(), kMaxJobNameBytes, "a job name");
+  for (const LimitedField& f : LimitedFields()) CheckLimit(&bad, f, spec);
+  CheckModel(&bad, spec.model());
+  CheckData(&bad, spec.data(), spec.model());
+  CheckOptimizer(&bad, spec.optimizer());
+  OneOf(&bad, "normalization", spec.normalization(), {"exact", "per_microbatch_mean"});
+  OneOf(&bad, "partial_window", spec.partial_window(), {"normalize", "drop", "carry"});
+  OneOf(&bad, "lr_schedule.kind", spec.lr_schedule().kind(), {"constant", "cosine", "linear"});
+  OneOf(&bad, "lr_scaling", spec.lr_scaling(), {"none", "linear"});
+  OneOf(&bad, "precision", spec.precision(), {"fp32", "bf16", "fp16"});
+  OneOf(&bad, "loss_scaling", spec.loss_scaling(), {"none", "dynamic"});
+  CheckPaths(&bad, spec);
+  CheckLabels(&bad, spec);
+  CheckCombinations(&bad, spec);
+  // The batch arithmetic, once its numbers are each in range.
+  if (!bad.AnyOf("micro_batch", "accumulation_steps", "global_batch", "devices", "devices.min",
+                 "nominal_batch")) {
+    StatusOr<v1::BatchPlan> batch = ResolveBatchPlan(spec);
+    if (!batch.ok()) {
+      bad.Add("global_batch", batch.status().message());
+    } else if (batch->global_batch() > kKi * kMi) {
+      bad.Add("global_batch", "global_batch " + Int(batch->global_batch()) +
+                                  " (micro_batch × accumulation_steps × devices) exceeds the "
+                                  "limit " +
+                                  Int(static_cast<int64_t>(kKi * kMi)));
+    } else if (spec.partial_window() == "drop" && spec.data().kind() == "synthetic" &&
+               !bad.Any("data.samples") && batch->global_batch() > spec.data().samples()) {
+      bad.Add("partial_window", "partial_window \"drop\" with global_batch " +
+                                    Int(batch->global_batch()) + " larger than data.samples " +
+                                    Int(spec.data().samples()) + ": every window would be dropped");
+    }
   }
-  if (spec.min_devices() < 0 || spec.min_devices() > spec.devices()) {
-    return Status::InvalidArgument("devices.min " + std::to_string(spec.min_devices()) +
-                                   " must be between 1 and devices.max " +
-                                   std::to_string(spec.devices()));
-  }
-  if (spec.min_devices() > 0 && spec.nominal_batch() > 0) {
-    return Status::InvalidArgument(
-        "devices {min, max} and nominal_batch do not combine: the nominal ramp is planned for "
-        "one device count");
-  }
-  if (spec.precision() == "fp16" && spec.loss_scaling() != "dynamic") {
-    return Status::InvalidArgument("precision \"fp16\" needs loss_scaling \"dynamic\" (got \"" +
-                                   spec.loss_scaling() + "\")");
-  }
-  if (spec.checkpoint().dir().empty() &&
-      (spec.checkpoint().every_steps() != 0 || spec.checkpoint().keep() != 0)) {
-    return Status::InvalidArgument("checkpoint.every_steps " +
-                                   std::to_string(spec.checkpoint().every_steps()) +
-                                   " needs checkpoint.dir (where to write them)");
-  }
-  if (spec.lr_scaling() == "linear" && spec.base_batch() == 0) {
-    return Status::InvalidArgument(
-        "lr_scaling \"linear\" needs base_batch (the batch lr was tuned for)");
-  }
-  if (spec.nominal_batch() > 0 &&
-      (spec.micro_batch() == 0 || spec.accumulation_steps() != 0 || spec.global_batch() != 0)) {
-    return Status::InvalidArgument(
-        "nominal_batch " + std::to_string(spec.nominal_batch()) +
-        " derives accumulation_steps and global_batch from micro_batch: give micro_batch only (got "
-        "micro_batch " +
-        std::to_string(spec.micro_batch()) + ", accumulation_steps " +
-        std::to_string(spec.accumulation_steps()) + ", global_batch " +
-        std::to_string(spec.global_batch()) + ")");
-  }
-  if (spec.auto_micro_batch() && (spec.global_batch() == 0 || spec.micro_batch() != 0 ||
-                                  spec.accumulation_steps() != 0 || spec.nominal_batch() != 0)) {
-    return Status::InvalidArgument(
-        "micro_batch auto needs global_batch and derives micro_batch and accumulation_steps "
-        "(got global_batch " +
-        std::to_string(spec.global_batch()) + ", accumulation_steps " +
-        std::to_string(spec.accumulation_steps()) + ")");
-  }
-  if (spec.memory_limit_bytes() < 0) {
-    return Status::InvalidArgument("memory_limit_bytes " +
-                                   std::to_string(spec.memory_limit_bytes()) +
-                                   " must not be negative");
-  }
-  if (spec.max_steps() == 0 && spec.epochs() == 0) {
-    return Status::InvalidArgument("set max_steps or epochs (both are 0): the job would never end");
-  }
-  if (StatusOr<v1::BatchPlan> batch = ResolveBatchPlan(spec); !batch.ok()) return batch.status();
+  if (!bad.empty()) return Status::InvalidFields(bad.Take());
   return spec;
 }
 

@@ -3,7 +3,10 @@
 // LibTorch's intra-op pool and the BLAS (worker/engine/thread_split.h).
 #pragma once
 
+#include <string>
+
 #include "accumulus/v1/job.pb.h"
+#include "common/status.h"
 
 namespace accumulus {
 
@@ -20,5 +23,11 @@ struct RankThreads {
 // least 1): all cores to LibTorch means one BLAS thread, and the reverse.
 RankThreads ResolveRankThreads(const v1::ThreadSpec& spec, int worker_intra_op, int worker_blas,
                                int cores);
+
+// A spec may not ask a rank for more threads of either pool than the cores
+// of its device slot (`slot`, e.g. "cpu:0 on worker w1"): more only
+// oversubscribes them. INVALID_ARGUMENT naming the field, its value and the
+// cores.
+Status CheckThreadsFitSlot(const v1::ThreadSpec& spec, int cores, const std::string& slot);
 
 }  // namespace accumulus

@@ -123,7 +123,8 @@ class YamlToJson {
 
   Status Scalar(const YAML::Node& node, const std::string& path, std::string* out) {
     const std::string& s = node.Scalar();
-    if (node.Tag() == "!") {  // quoted
+    // Quoted, or a label's value (labels are text: `sweep: 3` is "3").
+    if (node.Tag() == "!" || path.rfind("labels.", 0) == 0) {
       *out += JsonString(s);
       return Status::Ok();
     }

@@ -2,6 +2,15 @@
 
 namespace accumulus {
 
+Status Status::InvalidFields(std::vector<FieldViolation> violations) {
+  assert(!violations.empty() && "InvalidFields needs a violation");
+  std::string message;
+  for (const FieldViolation& v : violations) {
+    message += (message.empty() ? "" : "; ") + v.description;
+  }
+  return Status(StatusCode::kInvalidArgument, std::move(message), std::move(violations));
+}
+
 const char* StatusCodeName(StatusCode code) {
   switch (code) {
     case StatusCode::kOk:

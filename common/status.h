@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace accumulus {
 
@@ -29,17 +30,36 @@ enum class StatusCode {
   kUnauthenticated = 16,
 };
 
+// One thing wrong with one field of a request: the field's path
+// ("optimizer.lr", "model.hidden[2]") and a sentence for a human that names
+// the field, the value and what was expected.
+struct FieldViolation {
+  std::string field;
+  std::string description;
+
+  bool operator==(const FieldViolation& other) const {
+    return field == other.field && description == other.description;
+  }
+};
+
 // The outcome of an operation: OK, or a code and a message for a human that
-// names what was wrong (the field, the value, the file).
+// names what was wrong (the field, the value, the file). An invalid request
+// may carry every one of its field violations (the message then lists all
+// of their descriptions), so that a user fixes a spec in one round.
 class [[nodiscard]] Status {
  public:
   Status() = default;
   Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
+  Status(StatusCode code, std::string message, std::vector<FieldViolation> violations)
+      : code_(code), message_(std::move(message)), field_violations_(std::move(violations)) {}
 
   static Status Ok() { return Status(); }
   static Status InvalidArgument(std::string m) {
     return {StatusCode::kInvalidArgument, std::move(m)};
   }
+  // INVALID_ARGUMENT with `violations` (at least one), whose descriptions,
+  // joined by "; ", are the message.
+  static Status InvalidFields(std::vector<FieldViolation> violations);
   static Status NotFound(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
   static Status FailedPrecondition(std::string m) {
     return {StatusCode::kFailedPrecondition, std::move(m)};
@@ -63,18 +83,23 @@ class [[nodiscard]] Status {
   bool ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }
   const std::string& message() const { return message_; }
+  const std::vector<FieldViolation>& field_violations() const { return field_violations_; }
 
   // "INVALID_ARGUMENT: message", or "OK".
   std::string ToString() const;
 
   // Returns a copy whose message is prefixed with `context: `.
   Status WithContext(const std::string& context) const {
-    return ok() ? *this : Status(code_, context + ": " + message_);
+    if (ok()) return *this;
+    Status out = *this;
+    out.message_ = context + ": " + message_;
+    return out;
   }
 
  private:
   StatusCode code_ = StatusCode::kOk;
   std::string message_;
+  std::vector<FieldViolation> field_violations_;
 };
 
 const char* StatusCodeName(StatusCode code);

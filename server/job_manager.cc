@@ -38,10 +38,12 @@ StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& input, const std::string
                                      const std::string& request_id) {
   StatusOr<v1::JobSpec> spec = NormalizeJobSpec(input);
   StatusOr<v1::BatchPlan> batch = spec.ok() ? ResolveBatchPlan(*spec) : spec.status();
-  if (Status s = ValidateRequestId(request_id); !s.ok()) batch = s;
-  if (!batch.ok()) {
+  // Every violation at once: the spec's and the request's own.
+  std::vector<FieldViolation> bad = batch.status().field_violations();
+  if (Status s = ValidateRequestId(request_id); !s.ok()) bad.push_back({"request_id", s.message()});
+  if (!bad.empty() || !batch.ok()) {
     metrics_.Rejected();
-    return batch.status();
+    return bad.empty() ? batch.status() : Status::InvalidFields(std::move(bad));
   }
   v1::Job job;
   {

@@ -189,9 +189,19 @@ void TrainerSupervisor::Run(std::shared_ptr<Job> job) {
   std::error_code ignored;
   std::filesystem::create_directories(dir, ignored);
 
-  // The spec's paths, confined to this worker's roots: a refusal fails the
-  // job permanently (a retry cannot fix the spec), before any rank starts.
+  // The spec's paths, confined to this worker's roots, and its thread
+  // counts, within its slots' cores: a refusal fails the job permanently (a
+  // retry cannot fix the spec), before any rank starts.
   StatusOr<v1::JobSpec> spec = ConfinePaths(a.spec(), options_.roots);
+  for (int i = 0; i < a.devices_size() && spec.ok(); ++i) {
+    const v1::Device& device = a.devices(i);
+    if (device.cores() <= 0) continue;  // not known: nothing to hold it to
+    const std::string slot =
+        device.kind() + ":" + std::to_string(device.index()) + " on worker " + options_.worker_id;
+    if (Status s = CheckThreadsFitSlot(a.spec().threads(), device.cores(), slot); !s.ok()) {
+      spec = s;
+    }
+  }
   std::string spawn_error = spec.ok() ? "" : spec.status().message();
   const bool refused = !spec.ok();
   for (int i = 0; i < a.ranks_size() && spawn_error.empty(); ++i) {

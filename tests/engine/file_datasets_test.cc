@@ -63,14 +63,70 @@ TEST_F(FileDatasetTest, MalformedCsvNamesFileLineAndExpectation) {
   c.path = Write("bad.csv", "1,2,0\n3,4\n");
   EXPECT_EQ(LoadCsvDataset(c).status().message(),
             c.path + ":2: expected 3 comma-separated columns, found 2");
-  c.path = Write("nan.csv", "x,y,label\n1,2,0\n3,abc,1\n");
-  EXPECT_EQ(LoadCsvDataset(c).status().message(),
-            c.path + ":3: column 2 is \"abc\", expected a number");
+  c.path = Write("text.csv", "x,y,label\n1,2,0\n3,abc,1\n");
+  EXPECT_EQ(LoadCsvDataset(c).status().message(), c.path + ":3: column 2: expected a number");
   c.path = Write("frac.csv", "1,2,0.5\n");
-  EXPECT_NE(LoadCsvDataset(c).status().message().find("label 0.500000 is not a class index"),
-            std::string::npos);
+  EXPECT_EQ(LoadCsvDataset(c).status().message(),
+            c.path +
+                ":1: column 3 (the label): expected a class index from 0 to 1048575 (or declare "
+                "data.outputs)");
   c.path = dir_ + "/missing.csv";
   EXPECT_EQ(LoadCsvDataset(c).status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(FileDatasetTest, NonFiniteValuesAreRefusedWithLineAndColumn) {
+  DataConfig c;
+  c.kind = "csv";
+  for (const char* value : {"nan", "-inf", "INF", "1e999", "NaN"}) {
+    c.path = Write("nonfinite.csv", std::string("a,b,label\n1,2,0\n\n3,") + value + ",1\n");
+    EXPECT_EQ(LoadCsvDataset(c).status().message(),
+              c.path +
+                  ":4: column 2: expected a finite number (not nan, inf or beyond the range of a "
+                  "double)")
+        << value;
+  }
+}
+
+TEST_F(FileDatasetTest, LabelsOutsideTheDeclaredClassesAreRefusedWithTheirLine) {
+  DataConfig c;
+  c.kind = "csv";
+  c.outputs = 3;
+  c.path = Write("classes.csv", "1,2,0\n1,2,2\n\n1,2,3\n");
+  EXPECT_EQ(
+      LoadCsvDataset(c).status().message(),
+      c.path + ":4: column 3 (the label): expected a class index from 0 to 2 (data.outputs 3)");
+  c.path = Write("negative.csv", "1,2,-1\n");
+  EXPECT_NE(LoadCsvDataset(c).status().message().find(":1: column 3 (the label)"),
+            std::string::npos);
+  c.outputs = 0;  // undeclared: the labels' own classes
+  c.path = Write("classes.csv", "1,2,0\n1,2,2\n\n1,2,3\n");
+  auto data = LoadCsvDataset(c);
+  ASSERT_TRUE(data.ok()) << data.status().ToString();
+  EXPECT_EQ((*data)->shape().outputs, 4);
+
+  DataConfig idx;
+  idx.kind = "idx";
+  idx.outputs = 5;
+  idx.path = Write("images.idx3", Idx({3, 2, 2}, std::vector<uint8_t>(12)));
+  idx.labels_path = Write("labels.idx1", Idx({3}, {4, 0, 9}));
+  EXPECT_EQ(LoadIdxDataset(idx).status().message(),
+            "data.labels_path " + idx.labels_path +
+                ": at byte 10: expected a class index from 0 to 4 (data.outputs 5)");
+}
+
+TEST_F(FileDatasetTest, AnErrorNeverQuotesTheFile) {
+  DataConfig c;
+  c.kind = "csv";
+  c.outputs = 2;
+  const std::string secret = "hunter2-the-admin-password";
+  for (const std::string& body :
+       {"1,2,0\n1," + secret + ",1\n", "1,2,0\n" + secret + "\n",
+        "a,b,c\n1,2,0\n" + secret + ",2,5\n", "x," + secret + "\n1,2\n1,2,3\n"}) {
+    c.path = Write("secret.csv", body);
+    const Status status = LoadCsvDataset(c).status();
+    ASSERT_FALSE(status.ok()) << body;
+    EXPECT_EQ(status.message().find("hunter2"), std::string::npos) << status.message();
+  }
 }
 
 TEST_F(FileDatasetTest, IdxImagesAndLabelsRoundTrip) {

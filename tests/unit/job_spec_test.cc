@@ -174,6 +174,8 @@ TEST_P(NormalizeJobSpecRejection, NamesFieldAndValue) {
   ASSERT_FALSE(result.ok());
   EXPECT_EQ(result.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(result.status().message(), bad.message);
+  ASSERT_EQ(result.status().field_violations().size(), 1u) << "one field wrong, one violation";
+  EXPECT_EQ(result.status().field_violations()[0].description, bad.message);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -206,7 +208,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadField{"DataTask", "data: {task: ranking}",
                  "data.task \"ranking\" is not one of \"classification\", \"regression\", "
                  "\"image_classification\", \"language_modeling\""},
-        BadField{"Samples", "data: {samples: -5}", "data.samples -5 must be a positive number"},
+        BadField{"Samples", "data: {samples: -5}", "data.samples -5 must not be negative"},
         BadField{"Classes", "data: {outputs: 1}",
                  "data.outputs 1 must be at least 2 classes for classification"},
         BadField{"Optimizer", "optimizer: {kind: lamb}",

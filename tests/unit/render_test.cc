@@ -156,6 +156,25 @@ TEST(Render, TheProgressBarStaysInItsWidth) {
   EXPECT_NE(ProgressBar(18, 40, 20).find(" 45%  18/40"), std::string::npos);
 }
 
+TEST(Render, AnErrorWithSeveralViolationsListsOnePerLine) {
+  EXPECT_EQ(ErrorText(Status::NotFound("no job \"x\"")), "error: no job \"x\"\n");
+  EXPECT_EQ(ErrorText(Status::InvalidFields({{"a", "a 1 is wrong"}})), "error: a 1 is wrong\n");
+  EXPECT_EQ(ErrorText(Status::InvalidFields(
+                {{"micro_batch", "micro_batch -1 must not be negative"},
+                 {"optimizer.kind", "optimizer.kind \"x\e[2J\" is not one of \"sgd\""}})),
+            "error: 2 problems:\n"
+            "  micro_batch -1 must not be negative\n"
+            "  optimizer.kind \"x\\x1B[2J\" is not one of \"sgd\"\n");
+}
+
+TEST(Render, JobDetailsShowTheLabelsInKeyOrder) {
+  v1::Job job;
+  (*job.mutable_spec()->mutable_labels())["team"] = "vision";
+  (*job.mutable_spec()->mutable_labels())["sweep"] = "lr-0.1";
+  EXPECT_NE(JobDetails(job).find("labels:       sweep=lr-0.1, team=vision\n"), std::string::npos)
+      << JobDetails(job);
+}
+
 TEST(Render, SizesAreInBinaryUnits) {
   EXPECT_EQ(HumanBytes(1023), "1023 B");
   EXPECT_EQ(HumanBytes(1024), "1.0 KiB");

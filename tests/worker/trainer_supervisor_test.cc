@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <csignal>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -130,6 +131,23 @@ TEST_F(TrainerSupervisorTest, ACrashFailsTheJobNamingTheRankTheWorkerAndTheExit)
   EXPECT_NE(status.reason().find("cannot read the data"), std::string::npos)
       << "the log's tail: " << status.reason();
   EXPECT_FALSE(status.permanent()) << "a crash may pass on a retry";
+}
+
+TEST_F(TrainerSupervisorTest, MoreThreadsThanTheSlotHasCoresFailsTheJobBeforeATrainerStarts) {
+  auto supervisor = Supervisor(Trainer("", "exit 0"), 60000);
+  v1::Assignment a = OneRank("job-1");
+  a.mutable_devices(0)->set_cores(2);
+  a.mutable_spec()->mutable_threads()->set_intra_op(4);
+  a.mutable_spec()->mutable_threads()->set_blas(2);
+  supervisor->Assign(a, std::chrono::milliseconds(0));
+  const v1::AssignmentStatus status = Terminal();
+  EXPECT_EQ(status.state(), v1::JOB_STATE_FAILED);
+  EXPECT_EQ(status.reason(),
+            "threads.intra_op 4 exceeds the 2 core(s) of device slot cpu:0 on "
+            "worker w1");
+  EXPECT_TRUE(status.permanent()) << "the spec must change; a retry cannot help";
+  EXPECT_FALSE(std::filesystem::exists(temp_.path() + "/work/job-1/rank-0.log"))
+      << "no trainer was started";
 }
 
 // The worker shutting down is not a cancel: the job is reported preempted

@@ -1,6 +1,8 @@
 #include "worker/engine/file_datasets.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -44,6 +46,24 @@ bool ParseNumber(const std::string& text, double* value) {
   return end == text.c_str() + text.size();
 }
 
+// The most classes a job may have: data.outputs' limit (common/job_spec.cc).
+constexpr int64_t kMaxClasses = int64_t{1} << 20;
+
+// The classes a label must fall in: those the spec declares, else at most
+// kMaxClasses.
+int64_t ClassLimit(int64_t declared) { return declared > 0 ? declared : kMaxClasses; }
+
+// What a class label must be, for an error: "a class index from 0 to 9
+// (data.outputs 10)".
+std::string ExpectedClass(int64_t declared) {
+  if (declared <= 0) {
+    return "a class index from 0 to " + std::to_string(kMaxClasses - 1) +
+           " (or declare data.outputs)";
+  }
+  return "a class index from 0 to " + std::to_string(declared - 1) + " (data.outputs " +
+         std::to_string(declared) + ")";
+}
+
 std::string At(const std::string& path, int64_t line) { return path + ":" + std::to_string(line); }
 
 }  // namespace
@@ -56,6 +76,7 @@ StatusOr<std::unique_ptr<Dataset>> LoadCsvDataset(const DataConfig& config) {
   int64_t line_number = 0;
   std::vector<std::string> header;
   std::vector<std::vector<double>> rows;
+  std::vector<int64_t> row_lines;  // each row's line in the file
   size_t columns = 0;
   while (std::getline(lines, line)) {
     ++line_number;
@@ -75,14 +96,22 @@ StatusOr<std::unique_ptr<Dataset>> LoadCsvDataset(const DataConfig& config) {
                                      std::to_string(columns) + " comma-separated columns, found " +
                                      std::to_string(fields.size()));
     }
+    // Never quoting the field: the file may hold what its reader may not
+    // see (the error reaches whoever submitted the job).
     for (size_t i = 0; i < fields.size(); ++i) {
       if (!ParseNumber(fields[i], &row[i])) {
         return Status::InvalidArgument(At(config.path, line_number) + ": column " +
-                                       std::to_string(i + 1) + " is \"" + fields[i] +
-                                       "\", expected a number");
+                                       std::to_string(i + 1) + ": expected a number");
+      }
+      if (!std::isfinite(row[i])) {
+        return Status::InvalidArgument(At(config.path, line_number) + ": column " +
+                                       std::to_string(i + 1) +
+                                       ": expected a finite number (not nan, inf or beyond the "
+                                       "range of a double)");
       }
     }
     rows.push_back(std::move(row));
+    row_lines.push_back(line_number);
   }
   if (rows.empty()) return Status::InvalidArgument(config.path + ": no data rows");
   if (columns < 2) {
@@ -106,8 +135,9 @@ StatusOr<std::unique_ptr<Dataset>> LoadCsvDataset(const DataConfig& config) {
     }
     if (label < 0 || label >= static_cast<int64_t>(columns)) {
       return Status::InvalidArgument("data.label_column \"" + config.label_column +
-                                     "\" is not a column of " + config.path +
-                                     (header.empty() ? " (it has no header line)" : ""));
+                                     "\" is not a column of " + config.path + " (it has " +
+                                     std::to_string(columns) + " columns" +
+                                     (header.empty() ? " and no header line)" : ")"));
     }
   }
 
@@ -126,9 +156,10 @@ StatusOr<std::unique_ptr<Dataset>> LoadCsvDataset(const DataConfig& config) {
     }
     const double y = row[static_cast<size_t>(label)];
     if (classification) {
-      if (y < 0 || y != static_cast<double>(static_cast<int64_t>(y))) {
-        return Status::InvalidArgument(config.path + ": row " + std::to_string(r + 1) + ": label " +
-                                       std::to_string(y) + " is not a class index (0, 1, 2, ...)");
+      if (y < 0 || y != std::floor(y) || y >= static_cast<double>(ClassLimit(config.outputs))) {
+        return Status::InvalidArgument(At(config.path, row_lines[static_cast<size_t>(r)]) +
+                                       ": column " + std::to_string(label + 1) +
+                                       " (the label): expected " + ExpectedClass(config.outputs));
       }
       targets.accessor<int64_t, 1>()[r] = static_cast<int64_t>(y);
       classes = std::max(classes, static_cast<int64_t>(y) + 1);
@@ -208,11 +239,23 @@ StatusOr<std::unique_ptr<Dataset>> LoadIdxDataset(const DataConfig& config) {
   torch::Tensor inputs = torch::from_blob(const_cast<uint8_t*>(samples->data), sizes, torch::kUInt8)
                              .to(torch::kFloat32)
                              .div_(255.0);
+  int64_t classes = 0;
+  const size_t labels_offset =
+      static_cast<size_t>(labels->data - reinterpret_cast<const uint8_t*>(label_bytes->data()));
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t y = labels->data[i];
+    if (y >= ClassLimit(config.outputs)) {
+      return Status::InvalidArgument("data.labels_path " + config.labels_path + ": at byte " +
+                                     std::to_string(labels_offset + static_cast<size_t>(i)) +
+                                     ": expected " + ExpectedClass(config.outputs));
+    }
+    classes = std::max(classes, y + 1);
+  }
   torch::Tensor targets =
       torch::from_blob(const_cast<uint8_t*>(labels->data), {n}, torch::kUInt8).to(torch::kInt64);
   DataShape shape;
   shape.features = inputs[0].numel();
-  shape.outputs = std::max<int64_t>(targets.max().item<int64_t>() + 1, config.outputs);
+  shape.outputs = std::max<int64_t>(classes, config.outputs);
   if (sizes.size() == 4 && sizes[2] == sizes[3]) {
     shape.channels = sizes[1];
     shape.image_size = sizes[2];

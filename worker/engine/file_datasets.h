@@ -13,8 +13,9 @@ namespace accumulus::engine {
 // CSV: numeric columns, one sample per line, an optional header line (taken
 // as a header when any of its fields is not a number). The label column is
 // config.label_column; the others are the features. classification: the
-// label is a class index (outputs = max label + 1 unless config.outputs is
-// larger); regression: a number.
+// label is a class index, below config.outputs where that is set (else
+// outputs = max label + 1); regression: a number. Every value is finite.
+// Errors name the file, the line and the column, never what is there.
 StatusOr<std::unique_ptr<Dataset>> LoadCsvDataset(const DataConfig& config);
 
 // IDX (the MNIST format): config.path holds the samples (unsigned bytes,

@@ -58,6 +58,7 @@ class TrainingRun {
   }
 
   Status Run() {
+    if (Status s = CheckOutputWritable(); !s.ok()) return s;
     if (Status s = Prepare(); !s.ok()) return s;
     if (Status s = Resume(); !s.ok()) return s;
     if (Status s = ResolveSplit(); !s.ok()) return s;
@@ -82,7 +83,14 @@ class TrainingRun {
   // Rank 0 writes the state after `step` (the other ranks hold the same).
   Status Checkpoint(int64_t step);
   Status Finish();
+  // Rank 0 writes the output when training ends: where it cannot (a
+  // missing directory, no permission, a read-only mount) is found before the
+  // first step, so no training is lost to a typo in the path.
+  Status CheckOutputWritable() const;
   Status PublishOutput();
+  std::string OutputTempPath() const {
+    return config_.output_path + ".attempt-" + std::to_string(config_.attempt) + ".tmp";
+  }
 
   const TrainConfig& config_;
   EventSink* const sink_;
@@ -376,6 +384,14 @@ Status TrainingRun::Finish() {
   return Status::Ok();
 }
 
+Status TrainingRun::CheckOutputWritable() const {
+  if (config_.rank != 0 || config_.output_path.empty()) return Status::Ok();
+  const std::string probe = OutputTempPath();
+  if (Status s = WriteFileSynced(probe, ""); !s.ok()) return s.WithContext("output");
+  std::remove(probe.c_str());
+  return Status::Ok();
+}
+
 // Written to a file of this attempt's own, then renamed over the output
 // only while no newer attempt has started: a superseded attempt (one still
 // running on a worker the controller gave up on) never replaces the output
@@ -383,8 +399,7 @@ Status TrainingRun::Finish() {
 Status TrainingRun::PublishOutput() {
   StatusOr<std::string> bytes = model_->Serialize();
   if (!bytes.ok()) return bytes.status();
-  const std::string temp =
-      config_.output_path + ".attempt-" + std::to_string(config_.attempt) + ".tmp";
+  const std::string temp = OutputTempPath();
   if (Status s = WriteFileSynced(temp, *bytes); !s.ok()) return s;
   if (checkpoints_) {
     if (Status s = checkpoints_->CheckNotSuperseded("its output " + config_.output_path +

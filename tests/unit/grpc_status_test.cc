@@ -1,0 +1,55 @@
+// A status's field violations travel as google.rpc.Status details.
+#include "common/grpc_status.h"
+
+#include <gtest/gtest.h>
+
+#include "accumulus/v1/error_details.pb.h"
+
+namespace accumulus {
+namespace {
+
+TEST(GrpcStatus, FieldViolationsTravelAsABadRequestDetail) {
+  const Status status =
+      Status::InvalidFields({{"micro_batch", "micro_batch -1 must not be negative"},
+                             {"optimizer.lr", "optimizer.lr 0 must be a positive number"}});
+  EXPECT_EQ(status.message(),
+            "micro_batch -1 must not be negative; optimizer.lr 0 must be a positive number");
+
+  const grpc::Status wire = ToGrpcStatus(status);
+  EXPECT_EQ(wire.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(wire.error_message(), status.message());
+  // What a client with googleapis' protos reads: google.rpc.Status holding
+  // a google.rpc.BadRequest (the same wire format as ours).
+  v1::RpcStatus details;
+  ASSERT_TRUE(details.ParseFromString(wire.error_details()));
+  EXPECT_EQ(details.code(), 3);
+  EXPECT_EQ(details.message(), status.message());
+  ASSERT_EQ(details.details_size(), 1);
+  EXPECT_EQ(details.details(0).type_url(), "type.googleapis.com/google.rpc.BadRequest");
+  v1::BadRequest bad_request;
+  ASSERT_TRUE(bad_request.ParseFromString(details.details(0).value()));
+  ASSERT_EQ(bad_request.field_violations_size(), 2);
+  EXPECT_EQ(bad_request.field_violations(1).field(), "optimizer.lr");
+
+  const Status back = FromGrpcStatus(wire);
+  EXPECT_EQ(back.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(back.message(), status.message());
+  EXPECT_EQ(back.field_violations(), status.field_violations());
+}
+
+TEST(GrpcStatus, AStatusWithoutViolationsHasNoDetails) {
+  const grpc::Status wire = ToGrpcStatus(Status::NotFound("no job \"job-x\""));
+  EXPECT_EQ(wire.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_TRUE(wire.error_details().empty());
+  EXPECT_TRUE(FromGrpcStatus(wire).field_violations().empty());
+}
+
+TEST(GrpcStatus, DetailsThatAreNotOursAreIgnored) {
+  const grpc::Status garbage(grpc::StatusCode::INVALID_ARGUMENT, "bad", "\xff\xff not a proto");
+  const Status back = FromGrpcStatus(garbage);
+  EXPECT_EQ(back.message(), "bad");
+  EXPECT_TRUE(back.field_violations().empty());
+}
+
+}  // namespace
+}  // namespace accumulus
