@@ -11,6 +11,7 @@
 
 #include "client/bearer_token.h"
 #include "client/controller_client.h"
+#include "client/job_list_query.h"
 #include "client/local_cluster.h"
 #include "client/render.h"
 #include "client/split_sweep.h"
@@ -238,7 +239,13 @@ int RunCli(int argc, char** argv) {
   watch_cmd->add_option("job", job_id)->required();
   auto* get = app.add_subcommand("get", "show one job");
   get->add_option("job", job_id)->required();
-  auto* list = app.add_subcommand("list", "list jobs");
+  ListFlags list_flags;
+  auto* list = app.add_subcommand("list", "list jobs, oldest first");
+  list->add_option("--state", list_flags.states, "only jobs in this state (repeatable)");
+  list->add_option("--owner", list_flags.owner, "only this owner's jobs");
+  list->add_option("--label", list_flags.labels,
+                   "only jobs with this label, key=value (repeatable: all must match)");
+  list->add_option("--limit", list_flags.limit, "at most this many jobs (default: all)");
   auto* cancel = app.add_subcommand("cancel", "cancel a job");
   cancel->add_option("job", job_id)->required();
   cancel->add_option("--reason", reason, "recorded with the job");
@@ -298,7 +305,9 @@ int RunCli(int argc, char** argv) {
     return 0;
   }
   if (*list) {
-    auto jobs = client.List();
+    StatusOr<v1::ListJobsRequest> request = ListRequestOf(list_flags);
+    if (!request.ok()) return Fail(request.status());
+    StatusOr<v1::ListJobsResponse> jobs = ListAllPages(client, *request, list_flags.limit);
     if (!jobs.ok()) return Fail(jobs.status());
     std::cout << (Json(flags) ? ToJsonLine(*jobs) + "\n" : JobTable(*jobs));
     return 0;

@@ -80,11 +80,11 @@ StatusOr<v1::Job> ControllerClient::Get(const std::string& job_id) {
   return Result(status, job, address_);
 }
 
-StatusOr<v1::ListJobsResponse> ControllerClient::List() {
+StatusOr<v1::ListJobsResponse> ControllerClient::List(const v1::ListJobsRequest& request) {
   grpc::ClientContext context;
   Prepare(&context);
   v1::ListJobsResponse response;
-  const grpc::Status status = stub_->ListJobs(&context, v1::ListJobsRequest(), &response);
+  const grpc::Status status = stub_->ListJobs(&context, request, &response);
   return Result(status, response, address_);
 }
 

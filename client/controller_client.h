@@ -30,7 +30,8 @@ class ControllerClient {
   // is retried with it, up to three times in all.
   StatusOr<v1::Job> Submit(const v1::JobSpec& spec, const std::string& request_id);
   StatusOr<v1::Job> Get(const std::string& job_id);
-  StatusOr<v1::ListJobsResponse> List();
+  // One page (job_list_query.h reads them all).
+  StatusOr<v1::ListJobsResponse> List(const v1::ListJobsRequest& request);
   StatusOr<v1::Job> Cancel(const std::string& job_id, const std::string& reason);
   StatusOr<v1::Job> Resume(const std::string& job_id);
   StatusOr<v1::ListWorkersResponse> Workers();

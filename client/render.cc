@@ -144,13 +144,15 @@ std::string JobTable(const v1::ListJobsResponse& jobs) {
       {"ID", "STATE", "NAME", "OWNER", "BATCH (g = m×k×d)", "STEPS", "LOSS", "WORKER"}};
   for (const auto& j : jobs.jobs()) {
     rows.push_back({TerminalSafe(j.id()), StateName(j.state()),
-                    j.spec().name().empty() ? "-" : TerminalSafe(j.spec().name()),
+                    j.name().empty() ? "-" : TerminalSafe(j.name()),
                     j.owner().empty() ? "-" : TerminalSafe(j.owner()), BatchText(j.batch()),
                     std::to_string(j.steps_done()) + "/" + std::to_string(j.steps_total()),
-                    j.has_last_step() ? Format("%.4f", j.last_step().loss()) : "-",
+                    j.has_loss() ? Format("%.4f", j.loss()) : "-",
                     j.worker_id().empty() ? "-" : TerminalSafe(j.worker_id())});
   }
-  return AlignedTable(rows);
+  std::string table = AlignedTable(rows);
+  if (!jobs.next_page_token().empty()) table += "(more: raise --limit)\n";
+  return table;
 }
 
 std::string JobDetails(const v1::Job& j) {

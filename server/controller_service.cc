@@ -65,15 +65,13 @@ grpc::ServerUnaryReactor* ControllerService::GetJob(grpc::CallbackServerContext*
 }
 
 grpc::ServerUnaryReactor* ControllerService::ListJobs(grpc::CallbackServerContext* context,
-                                                      const v1::ListJobsRequest*,
+                                                      const v1::ListJobsRequest* request,
                                                       v1::ListJobsResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   StatusOr<Principal> caller = access_->Authorize(*context, Action::kView, "ListJobs");
-  if (caller.ok()) {
-    for (v1::Job& job : jobs_->List()) *response->add_jobs() = std::move(job);
+  if (!caller.ok()) {
+    return Reply(context, StatusOr<v1::ListJobsResponse>(caller.status()), response);
   }
-  reactor->Finish(ToGrpcStatus(caller.status()));
-  return reactor;
+  return Reply(context, jobs_->ListPage(*request), response);
 }
 
 grpc::ServerUnaryReactor* ControllerService::CancelJob(grpc::CallbackServerContext* context,

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <iterator>
 
 #include "common/clock.h"
 #include "common/job_spec.h"
@@ -42,12 +43,25 @@ JobRecord& JobLifecycle::Submit(v1::JobSpec spec, v1::BatchPlan batch, const std
   record.job.set_steps_total(TotalSteps(spec, batch));
   *record.job.mutable_spec() = std::move(spec);
   *record.job.mutable_batch() = std::move(batch);
-  *record.job.mutable_submitted_at() = Now();
-  order_.push_back(id);
+  *record.job.mutable_submitted_at() = SubmissionTime();
+  order_.insert(ListPosition::Of(record.job));
   queue_.push_back(id);
   SetState(&record, v1::JOB_STATE_QUEUED,
            "waiting for " + std::to_string(record.job.batch().devices()) + " free device slot(s)");
   return record;
+}
+
+google::protobuf::Timestamp JobLifecycle::SubmissionTime() {
+  google::protobuf::Timestamp now = Now();
+  // Later than every job before it, even when two submits share a clock
+  // tick or the clock stepped back: lists show jobs in submission order.
+  const ListPosition& last = last_submitted_;
+  if (std::make_pair(now.seconds(), now.nanos()) <= std::make_pair(last.seconds, last.nanos)) {
+    now.set_seconds(last.seconds + (last.nanos == 999'999'999 ? 1 : 0));
+    now.set_nanos(last.nanos == 999'999'999 ? 0 : last.nanos + 1);
+  }
+  last_submitted_ = {now.seconds(), now.nanos(), ""};
+  return now;
 }
 
 JobRecord& JobLifecycle::Restore(JobStore::StoredJob stored) {
@@ -58,7 +72,8 @@ JobRecord& JobLifecycle::Restore(JobStore::StoredJob stored) {
   record.last_sequence = stored.events.empty() ? 0 : stored.events.back().sequence();
   record.log = std::make_shared<EventLog>(id);
   record.log->Restore(std::move(stored.events), IsTerminal(state));
-  order_.push_back(id);
+  order_.insert(ListPosition::Of(record.job));
+  last_submitted_ = std::max(last_submitted_, ListPosition::Of(record.job));
   if (IsTerminal(state)) finished_.push_back(id);
   if (state == v1::JOB_STATE_QUEUED) queue_.push_back(id);
   if (!record.job.request_id().empty()) {
@@ -87,8 +102,23 @@ const JobRecord* JobLifecycle::FindRequest(const std::string& owner,
 std::vector<v1::Job> JobLifecycle::List() const {
   std::vector<v1::Job> out;
   out.reserve(order_.size());
-  for (const std::string& id : order_) out.push_back(jobs_.at(id).job);
+  for (const ListPosition& p : order_) out.push_back(jobs_.at(p.job_id).job);
   return out;
+}
+
+v1::ListJobsResponse JobLifecycle::ListPage(const ListQuery& query) const {
+  v1::ListJobsResponse page;
+  auto it = query.has_after ? order_.upper_bound(query.after) : order_.begin();
+  int scanned = 0;
+  for (;
+       it != order_.end() && page.jobs_size() < query.page_size && scanned < kMaxJobsScannedPerPage;
+       ++it, ++scanned) {
+    const v1::Job& job = jobs_.at(it->job_id).job;
+    if (query.Matches(job)) *page.add_jobs() = Summarize(job);
+  }
+  // Where the page stopped, when jobs are left to look at.
+  if (it != order_.end() && scanned > 0) page.set_next_page_token(PageToken(*std::prev(it)));
+  return page;
 }
 
 StatusOr<v1::Job> JobLifecycle::Cancel(const std::string& job_id, const std::string& reason) {
@@ -327,8 +357,8 @@ void JobLifecycle::Prune() {
     if (job == jobs_.end()) continue;
     metrics_->Pruned(job->second.job.state());
     requests_.erase({job->second.job.owner(), job->second.job.request_id()});
+    order_.erase(ListPosition::Of(job->second.job));
     jobs_.erase(job);  // a watcher still streaming holds the log itself
-    order_.erase(std::remove(order_.begin(), order_.end(), id), order_.end());
     reports_->Forget(id);
     recorder_->Delete(id);
   }

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,6 +23,7 @@
 #include "accumulus/v1/worker.pb.h"
 #include "common/status.h"
 #include "server/event_recorder.h"
+#include "server/job_listing.h"
 #include "server/job_metrics.h"
 #include "server/job_record.h"
 #include "server/job_store.h"
@@ -52,6 +54,10 @@ class JobLifecycle {
   std::map<std::string, JobRecord>& jobs() { return jobs_; }
   // In submission order.
   std::vector<v1::Job> List() const;
+  // One page of the jobs that match `query`, in submission order, and the
+  // token of the next page if there may be more. Looks at no more than
+  // kMaxJobsScannedPerPage jobs.
+  v1::ListJobsResponse ListPage(const ListQuery& query) const;
   // QUEUED jobs, FIFO (the Scheduler takes from it).
   std::vector<std::string>& queue() { return queue_; }
 
@@ -103,6 +109,9 @@ class JobLifecycle {
                             const google::protobuf::Timestamp& ended_at);
   // The next attempt's number; its progress starts unknown.
   static void NextAttempt(v1::Job* job);
+  // Now, or just after the newest job's submission time if the clock says
+  // otherwise.
+  google::protobuf::Timestamp SubmissionTime();
 
   WorkerRegistry* const workers_;
   RankReports* const reports_;
@@ -110,7 +119,8 @@ class JobLifecycle {
   JobMetrics* const metrics_;
 
   std::map<std::string, JobRecord> jobs_;
-  std::vector<std::string> order_;  // submission order
+  std::set<ListPosition> order_;  // submission order
+  ListPosition last_submitted_;
   std::vector<std::string> queue_;
   std::deque<std::string> finished_;  // oldest first
   // (owner, request_id) → job id, for the jobs kept that were given one.

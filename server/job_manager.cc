@@ -61,7 +61,7 @@ StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& input, const std::string
     }
     EventRecorder::Batch recording(&recorder_);
     JobRecord& record = jobs_.Submit(*std::move(spec), *std::move(batch), owner, request_id);
-    scheduler_.Schedule();
+    scheduler_.ScheduleSubmitted();
     job = record.job;
   }
   metrics_.Submitted();
@@ -81,6 +81,13 @@ StatusOr<v1::Job> JobManager::Get(const std::string& job_id) const {
 std::vector<v1::Job> JobManager::List() const {
   MutexLock lock(&mutex_);
   return jobs_.List();
+}
+
+StatusOr<v1::ListJobsResponse> JobManager::ListPage(const v1::ListJobsRequest& request) const {
+  StatusOr<ListQuery> query = ParseListQuery(request);
+  if (!query.ok()) return query.status();
+  MutexLock lock(&mutex_);
+  return jobs_.ListPage(*query);
 }
 
 StatusOr<v1::Job> JobManager::Cancel(const std::string& job_id, const std::string& reason) {

@@ -96,7 +96,11 @@ class JobManager {
   StatusOr<v1::Job> Submit(const v1::JobSpec& spec, const std::string& owner,
                            const std::string& request_id = "") EXCLUDES(mutex_);
   StatusOr<v1::Job> Get(const std::string& job_id) const EXCLUDES(mutex_);
+  // Every job, in submission order (whole jobs: for tests and tools).
   std::vector<v1::Job> List() const EXCLUDES(mutex_);
+  // A page of summaries (ListJobs); INVALID_ARGUMENT for a bad request.
+  StatusOr<v1::ListJobsResponse> ListPage(const v1::ListJobsRequest& request) const
+      EXCLUDES(mutex_);
   // QUEUED jobs end CANCELLED at once; placed ones go CANCELLING until their
   // worker confirms. FAILED_PRECONDITION for finished jobs.
   StatusOr<v1::Job> Cancel(const std::string& job_id, const std::string& reason) EXCLUDES(mutex_);

@@ -1,6 +1,7 @@
 #include "server/scheduler.h"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <vector>
@@ -39,26 +40,51 @@ v1::JobEvent ElasticPlacementEvent(const v1::JobSpec& spec, const v1::BatchPlan&
 
 }  // namespace
 
+Scheduler::Outcome Scheduler::Consider(JobRecord* record, int32_t pool, const std::string& sizes) {
+  const v1::Job& job = record->job;
+  const int32_t devices =
+      job.spec().min_devices() > 0 ? job.spec().min_devices() : job.batch().devices();
+  if (devices > pool) {
+    const std::string reason = "needs " + std::to_string(devices) + " device slots; the pool has " +
+                               std::to_string(pool) +
+                               (sizes.empty() ? " (no worker connected)" : " (" + sizes + ")");
+    if (job.reason() != reason) jobs_->SetState(record, v1::JOB_STATE_QUEUED, reason);
+    return Outcome::kAside;
+  }
+  return Place(record) ? Outcome::kPlaced : Outcome::kBlocked;
+}
+
 void Scheduler::Schedule() {
   const int32_t pool = workers_->PoolSize();
   const std::string sizes = workers_->PoolDescription();
   std::vector<std::string>& queue = jobs_->queue();
+  blocked_ = false;
   for (auto it = queue.begin(); it != queue.end();) {
-    JobRecord* record = jobs_->Find(*it);
-    const v1::Job& job = record->job;
-    const int32_t devices =
-        job.spec().min_devices() > 0 ? job.spec().min_devices() : job.batch().devices();
-    if (devices > pool) {
-      const std::string reason = "needs " + std::to_string(devices) +
-                                 " device slots; the pool has " + std::to_string(pool) +
-                                 (sizes.empty() ? " (no worker connected)" : " (" + sizes + ")");
-      if (job.reason() != reason) jobs_->SetState(record, v1::JOB_STATE_QUEUED, reason);
-      ++it;
-      continue;
+    const Outcome outcome = Consider(jobs_->Find(*it), pool, sizes);
+    if (outcome == Outcome::kBlocked) {
+      blocked_ = true;
+      break;
     }
-    if (!Place(record)) break;
-    it = queue.erase(it);
+    it = outcome == Outcome::kPlaced ? queue.erase(it) : std::next(it);
   }
+  metrics_->WorkerPool(workers_->size(), workers_->FreeSlotCount());
+}
+
+void Scheduler::ScheduleSubmitted() {
+  std::vector<std::string>& queue = jobs_->queue();
+  if (queue.empty()) return;
+  JobRecord* record = jobs_->Find(queue.back());
+  const int32_t pool = workers_->PoolSize();
+  if (blocked_) {
+    // Behind a job that waits for slots: it waits too, unless it is too
+    // large for the pool (which it says).
+    const int32_t devices = record->job.spec().min_devices() > 0 ? record->job.spec().min_devices()
+                                                                 : record->job.batch().devices();
+    if (devices <= pool) return;
+  }
+  const Outcome outcome = Consider(record, pool, workers_->PoolDescription());
+  if (outcome == Outcome::kPlaced) queue.pop_back();
+  blocked_ = blocked_ || outcome == Outcome::kBlocked;
   metrics_->WorkerPool(workers_->size(), workers_->FreeSlotCount());
 }
 

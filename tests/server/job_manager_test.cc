@@ -118,6 +118,135 @@ TEST_F(JobManagerTest, ARetriedSubmitReturnsTheJobItsRequestMade) {
   EXPECT_EQ(jobs_.List().size(), 2u);
 }
 
+// Every page of a request, its ids in order.
+std::vector<std::string> AllPages(JobManager& jobs, v1::ListJobsRequest request, int* pages) {
+  std::vector<std::string> ids;
+  *pages = 0;
+  do {
+    const StatusOr<v1::ListJobsResponse> page = jobs.ListPage(request);
+    EXPECT_TRUE(page.ok()) << page.status().ToString();
+    if (!page.ok()) break;
+    ++*pages;
+    EXPECT_LE(page->jobs_size(), request.page_size() == 0 ? 100 : request.page_size());
+    for (const v1::JobSummary& job : page->jobs()) ids.push_back(job.id());
+    request.set_page_token(page->next_page_token());
+  } while (!request.page_token().empty());
+  return ids;
+}
+
+TEST_F(JobManagerTest, ListingPagesThroughEveryJobOnceInSubmissionOrder) {
+  std::vector<std::string> submitted;
+  for (int i = 0; i < 250; ++i) submitted.push_back(jobs_.Submit(SmallSpec(), kOwner)->id());
+  v1::ListJobsRequest request;
+  int pages = 0;
+  EXPECT_EQ(AllPages(jobs_, request, &pages), submitted);
+  EXPECT_EQ(pages, 3) << "100, 100, 50";
+  request.set_page_size(7);
+  EXPECT_EQ(AllPages(jobs_, request, &pages), submitted);
+  EXPECT_EQ(pages, 36);
+  request.set_page_size(5000);
+  EXPECT_EQ(AllPages(jobs_, request, &pages), submitted);
+  EXPECT_EQ(pages, 1) << "page_size beyond 1000 is 1000";
+
+  // A job that ends between two pages is neither lost nor listed twice.
+  request.set_page_size(100);
+  StatusOr<v1::ListJobsResponse> first = jobs_.ListPage(request);
+  ASSERT_TRUE(first.ok());
+  ASSERT_TRUE(jobs_.Cancel(submitted[150], "").ok());
+  request.set_page_token(first->next_page_token());
+  std::vector<std::string> ids;
+  for (const v1::JobSummary& job : first->jobs()) ids.push_back(job.id());
+  for (const std::string& id : AllPages(jobs_, request, &pages)) ids.push_back(id);
+  EXPECT_EQ(ids, submitted);
+}
+
+TEST_F(JobManagerTest, ListingFiltersByStateOwnerAndLabels) {
+  v1::JobSpec vision = SmallSpec();
+  (*vision.mutable_labels())["team"] = "vision";
+  (*vision.mutable_labels())["sweep"] = "7";
+  const std::string a = jobs_.Submit(vision, "alice")->id();
+  const std::string b = jobs_.Submit(SmallSpec(), "bob")->id();
+  const std::string c = jobs_.Submit(vision, "bob")->id();
+  ASSERT_TRUE(jobs_.Cancel(c, "").ok());
+  auto ids = [&](v1::ListJobsRequest request) {
+    int pages = 0;
+    return AllPages(jobs_, std::move(request), &pages);
+  };
+  v1::ListJobsRequest by_owner;
+  by_owner.set_owner("bob");
+  EXPECT_EQ(ids(by_owner), (std::vector<std::string>{b, c}));
+  v1::ListJobsRequest by_state;
+  by_state.add_states(v1::JOB_STATE_CANCELLED);
+  by_state.add_states(v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(ids(by_state), (std::vector<std::string>{c}));
+  v1::ListJobsRequest by_label;
+  (*by_label.mutable_labels())["team"] = "vision";
+  EXPECT_EQ(ids(by_label), (std::vector<std::string>{a, c}));
+  (*by_label.mutable_labels())["sweep"] = "8";
+  EXPECT_TRUE(ids(by_label).empty());
+  v1::ListJobsRequest all_of_them = by_owner;
+  all_of_them.add_states(v1::JOB_STATE_QUEUED);
+  EXPECT_EQ(ids(all_of_them), (std::vector<std::string>{b}));
+
+  const v1::JobSummary summary = jobs_.ListPage(by_owner)->jobs(0);
+  EXPECT_EQ(summary.owner(), "bob");
+  EXPECT_EQ(summary.batch().global_batch(), 16);
+  EXPECT_EQ(summary.steps_total(), 4);
+  EXPECT_FALSE(summary.has_loss());
+}
+
+TEST_F(JobManagerTest, ASelectiveFilterReturnsShortPagesThatGoOn) {
+  for (int i = 0; i < kMaxJobsScannedPerPage + 10; ++i) {
+    ASSERT_TRUE(jobs_.Submit(SmallSpec(), "alice").ok());
+  }
+  const std::string last = jobs_.Submit(SmallSpec(), "bob")->id();
+  v1::ListJobsRequest request;
+  request.set_owner("bob");
+  const StatusOr<v1::ListJobsResponse> first = jobs_.ListPage(request);
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->jobs_size(), 0) << "it looked at no more than its share";
+  EXPECT_FALSE(first->next_page_token().empty());
+  request.set_page_token(first->next_page_token());
+  const StatusOr<v1::ListJobsResponse> second = jobs_.ListPage(request);
+  ASSERT_TRUE(second.ok());
+  ASSERT_EQ(second->jobs_size(), 1);
+  EXPECT_EQ(second->jobs(0).id(), last);
+  EXPECT_TRUE(second->next_page_token().empty());
+}
+
+TEST_F(JobManagerTest, ABadListRequestNamesEveryField) {
+  v1::ListJobsRequest request;
+  request.set_page_size(-1);
+  request.set_page_token("not-a-token");
+  request.add_states(static_cast<v1::JobState>(99));
+  const StatusOr<v1::ListJobsResponse> page = jobs_.ListPage(request);
+  ASSERT_EQ(page.status().code(), StatusCode::kInvalidArgument);
+  std::vector<std::string> fields;
+  for (const FieldViolation& v : page.status().field_violations()) fields.push_back(v.field);
+  EXPECT_EQ(fields, (std::vector<std::string>{"page_size", "page_token", "states[0]"}));
+  EXPECT_NE(page.status().message().find("page_size -1 must not be negative"), std::string::npos);
+}
+
+TEST_F(JobManagerTest, ASummaryIsBoundedWhateverTheJobHolds) {
+  const std::string id = jobs_.Submit(SmallSpec(), kOwner)->id();
+  ASSERT_TRUE(jobs_.Cancel(id, std::string(100000, 'r') + "\xE2\x82\xAC").ok());
+  const v1::JobSummary summary = jobs_.ListPage(v1::ListJobsRequest())->jobs(0);
+  EXPECT_LE(summary.reason().size(), kMaxSummaryReasonBytes);
+  EXPECT_EQ(summary.reason().substr(summary.reason().size() - 3), "...");
+}
+
+TEST_F(JobManagerTest, ASpecAndARequestIdAreCheckedTogether) {
+  v1::JobSpec spec = SmallSpec();
+  spec.set_micro_batch(-1);
+  spec.mutable_optimizer()->set_lr(0);
+  const StatusOr<v1::Job> refused = jobs_.Submit(spec, kOwner, "bad id");
+  ASSERT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  std::vector<std::string> fields;
+  for (const FieldViolation& v : refused.status().field_violations()) fields.push_back(v.field);
+  EXPECT_EQ(fields, (std::vector<std::string>{"micro_batch", "optimizer.lr", "request_id"}));
+  EXPECT_TRUE(jobs_.List().empty()) << "nothing stored for a refused spec";
+}
+
 TEST_F(JobManagerTest, QueuesUntilAWorkerHasAFreeSlotThenAssignsFifo) {
   const std::string first = jobs_.Submit(SmallSpec(), kOwner)->id();
   const std::string second = jobs_.Submit(SmallSpec(), kOwner)->id();
@@ -644,9 +773,34 @@ TEST_F(RecoveryTest, JobsAndTheirEventsSurviveAndWorkersClaimTheirRanks) {
   EXPECT_EQ(inbox.back().assign().job_id(), queued);
 }
 
-// The store's writer shows an event to watchers only once it is in the
-// database: a watcher told of events finds each one it can see there, read
-// back by a second connection at that very moment.
+TEST_F(RecoveryTest, APageTokenGoesOnWhereItStoppedAfterARestart) {
+  std::vector<std::string> ids;
+  std::string token;
+  {
+    auto store = OpenStore();
+    JobManager before(&metrics_, store.get());
+    for (int i = 0; i < 5; ++i) ids.push_back(before.Submit(SmallSpec(), kOwner)->id());
+    v1::ListJobsRequest request;
+    request.set_page_size(2);
+    token = before.ListPage(request)->next_page_token();
+    before.Flush();
+  }
+  metrics::Registry registry;
+  ControllerMetrics metrics(&registry);
+  auto store = OpenStore();
+  JobManager after(&metrics, store.get());
+  ASSERT_TRUE(after.Recover(std::chrono::seconds(60)).ok());
+  v1::ListJobsRequest request;
+  request.set_page_token(token);
+  const StatusOr<v1::ListJobsResponse> rest = after.ListPage(request);
+  ASSERT_TRUE(rest.ok()) << rest.status().ToString();
+  std::vector<std::string> listed;
+  for (const v1::JobSummary& job : rest->jobs()) listed.push_back(job.id());
+  EXPECT_EQ(listed, std::vector<std::string>(ids.begin() + 2, ids.end()));
+  const std::string newer = after.Submit(SmallSpec(), kOwner)->id();
+  EXPECT_EQ(after.List().back().id(), newer) << "a job submitted after the restart lists last";
+}
+
 TEST_F(RecoveryTest, ARetryAfterARestartStillFindsItsJob) {
   std::string id;
   {
@@ -666,6 +820,9 @@ TEST_F(RecoveryTest, ARetryAfterARestartStillFindsItsJob) {
   EXPECT_EQ(after.List().size(), 1u);
 }
 
+// The store's writer shows an event to watchers only once it is in the
+// database: a watcher told of events finds each one it can see there, read
+// back by a second connection at that very moment.
 TEST_F(RecoveryTest, AWatcherIsToldOfAnEventOnlyOnceItIsDurable) {
   auto store = OpenStore();
   JobManager jobs(&metrics_, store.get());

@@ -50,23 +50,23 @@ size_t ColumnOf(const std::vector<std::string>& line, const std::string& word) {
 
 TEST(Render, JobTableColumnsLineUpWhateverTheValues) {
   v1::ListJobsResponse jobs;
-  v1::Job* a = jobs.add_jobs();
+  v1::JobSummary* a = jobs.add_jobs();
   a->set_id("job-1");
   a->set_state(v1::JOB_STATE_RUNNING);
-  a->mutable_spec()->set_name("x");
+  a->set_name("x");
   a->set_steps_done(3);
   a->set_steps_total(40);
   a->set_worker_id("w1");
   a->set_owner("alice");
-  v1::Job* b = jobs.add_jobs();
+  v1::JobSummary* b = jobs.add_jobs();
   b->set_id("job-12345");
   b->set_state(v1::JOB_STATE_SUCCEEDED);
-  b->mutable_spec()->set_name("a-much-longer-job-name");
+  b->set_name("a-much-longer-job-name");
   b->mutable_batch()->set_micro_batch(64);
   b->mutable_batch()->set_accumulation_steps(8);
   b->mutable_batch()->set_devices(2);
   b->mutable_batch()->set_global_batch(1024);
-  b->mutable_last_step()->set_loss(0.25);
+  b->set_loss(0.25);
   const auto lines = Lines(JobTable(jobs));
   ASSERT_EQ(lines.size(), 3u);
   for (const char* column : {"STATE", "NAME", "OWNER", "BATCH", "STEPS", "LOSS", "WORKER"}) {

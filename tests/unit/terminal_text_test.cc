@@ -69,7 +69,10 @@ TEST(TerminalSafe, EveryRendererEscapesWhatUsersWrote) {
   job.set_attempt(2);
   job.add_attempts()->set_reason(kHostile);
   v1::ListJobsResponse list;
-  *list.add_jobs() = job;
+  v1::JobSummary* summary = list.add_jobs();
+  summary->set_name(kHostile);
+  summary->set_owner(kHostile);
+  summary->set_worker_id(kHostile);
   v1::JobEvent log;
   log.mutable_log()->set_text(kHostile);
   v1::JobEvent state;
