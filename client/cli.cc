@@ -286,6 +286,17 @@ int RunCli(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    // A mistyped command reads to CLI11 as "a subcommand is required": say
+    // which word is not one, and what the commands are.
+    if (app.get_subcommands().empty() && !app.remaining().empty()) {
+      std::string commands;
+      for (const CLI::App* command : app.get_subcommands([](const CLI::App*) { return true; })) {
+        commands += (commands.empty() ? "" : ", ") + command->get_name();
+      }
+      std::cerr << "error: \"" << TerminalSafe(app.remaining().front())
+                << "\" is not a command (one of " << commands << ")\n";
+      return 2;
+    }
     const int code = app.exit(e);
     return code == 0 ? 0 : 2;
   }
@@ -322,9 +333,9 @@ int RunCli(int argc, char** argv) {
   if (*resume) {
     StatusOr<v1::Job> job = client.Resume(job_id);
     if (!job.ok()) return Fail(job.status());
-    std::cout << (Json(flags)
-                      ? ToJsonLine(*job) + "\n"
-                      : job->id() + " " + StateName(job->state()) + ": " + job->reason() + "\n");
+    std::cout << (Json(flags) ? ToJsonLine(*job) + "\n"
+                              : job->id() + " " + StateName(job->state()) + ": " +
+                                    TerminalSafe(job->reason()) + "\n");
     return watch ? Watch(client, flags, job_id) : 0;
   }
   if (*workers) {

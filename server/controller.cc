@@ -4,6 +4,8 @@
 #include <grpcpp/health_check_service_interface.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "common/access_token.h"
 #include "common/mutex.h"
 #include "server/token_authenticator.h"
@@ -99,8 +101,10 @@ StatusOr<std::unique_ptr<Controller>> Controller::Start(const ControllerOptions&
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, options.heartbeat_interval_ms);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, options.heartbeat_interval_ms);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  // Peers may ping this often: workers at the heartbeat, clients (the
+  // CLI's watch) every 20 s whatever the heartbeat.
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
-                             options.heartbeat_interval_ms / 2);
+                             std::min(options.heartbeat_interval_ms / 2, 10000));
   c->server_ = builder.BuildAndStart();
   if (!c->server_ || c->grpc_port_ == 0) {
     return Status::Unavailable("cannot listen for gRPC on " + options.listen_address);

@@ -1,10 +1,35 @@
 #include "server/controller_service.h"
 
+#include <cctype>
+
 #include "common/grpc_status.h"
+#include "common/user_text.h"
 #include "server/watch_reactor.h"
 
 namespace accumulus::server {
 namespace {
+
+// The longest job id a request may name (ours have 16 bytes) and cancel
+// reason it may give.
+constexpr size_t kMaxJobIdBytes = 64;
+constexpr size_t kMaxReasonBytes = 1024;
+
+// A job id as the controller makes them: [A-Za-z0-9._-], bounded. What is
+// not one is refused before it is looked up, so that an error never quotes
+// a huge or unprintable id.
+Status CheckJobId(const std::string& id) {
+  if (id.empty()) return Status::InvalidFields({{"job_id", "job_id is required"}});
+  bool valid = id.size() <= kMaxJobIdBytes;
+  for (size_t i = 0; valid && i < id.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(id[i]);
+    valid = std::isalnum(c) || c == '-' || c == '_' || c == '.';
+  }
+  if (valid) return Status::Ok();
+  return Status::InvalidFields({{"job_id", "job_id " + QuotedForError(id) +
+                                               " is not a job id (letters, digits, '-', '_' and "
+                                               "'.', at most " +
+                                               std::to_string(kMaxJobIdBytes) + ")"}});
+}
 
 // Finishes a unary RPC with `result` copied into `response`, or its error.
 template <typename T>
@@ -60,7 +85,8 @@ grpc::ServerUnaryReactor* ControllerService::GetJob(grpc::CallbackServerContext*
                                                     const v1::GetJobRequest* request,
                                                     v1::Job* response) {
   StatusOr<Principal> caller = access_->Authorize(*context, Action::kView, "GetJob");
-  if (!caller.ok()) return Reply(context, StatusOr<v1::Job>(caller.status()), response);
+  Status allowed = caller.ok() ? CheckJobId(request->job_id()) : caller.status();
+  if (!allowed.ok()) return Reply(context, StatusOr<v1::Job>(allowed), response);
   return Reply(context, jobs_->Get(request->job_id()), response);
 }
 
@@ -78,7 +104,14 @@ grpc::ServerUnaryReactor* ControllerService::CancelJob(grpc::CallbackServerConte
                                                        const v1::CancelJobRequest* request,
                                                        v1::Job* response) {
   StatusOr<Principal> caller = access_->Authorize(*context, Action::kManage, "CancelJob");
-  Status allowed = caller.ok() ? AllowOnJob(*caller, request->job_id(), "cancel") : caller.status();
+  Status allowed = caller.ok() ? CheckJobId(request->job_id()) : caller.status();
+  if (allowed.ok()) {
+    if (Status s = CheckPrintableText("reason", request->reason(), kMaxReasonBytes, "a reason");
+        !s.ok()) {
+      allowed = Status::InvalidFields({{"reason", s.message()}});
+    }
+  }
+  if (allowed.ok()) allowed = AllowOnJob(*caller, request->job_id(), "cancel");
   if (!allowed.ok()) return Reply(context, StatusOr<v1::Job>(allowed), response);
   return ReplyWhenDurable(context, jobs_->Cancel(request->job_id(), request->reason()), response,
                           jobs_);
@@ -88,7 +121,8 @@ grpc::ServerUnaryReactor* ControllerService::ResumeJob(grpc::CallbackServerConte
                                                        const v1::ResumeJobRequest* request,
                                                        v1::Job* response) {
   StatusOr<Principal> caller = access_->Authorize(*context, Action::kManage, "ResumeJob");
-  Status allowed = caller.ok() ? AllowOnJob(*caller, request->job_id(), "resume") : caller.status();
+  Status allowed = caller.ok() ? CheckJobId(request->job_id()) : caller.status();
+  if (allowed.ok()) allowed = AllowOnJob(*caller, request->job_id(), "resume");
   if (!allowed.ok()) return Reply(context, StatusOr<v1::Job>(allowed), response);
   return ReplyWhenDurable(context, jobs_->Resume(request->job_id()), response, jobs_);
 }
@@ -97,6 +131,7 @@ grpc::ServerWriteReactor<v1::JobEvent>* ControllerService::WatchJob(
     grpc::CallbackServerContext* context, const v1::WatchJobRequest* request) {
   StatusOr<Principal> caller = access_->Authorize(*context, Action::kView, "WatchJob");
   if (!caller.ok()) return new FailedWatch(caller.status());
+  if (Status s = CheckJobId(request->job_id()); !s.ok()) return new FailedWatch(s);
   StatusOr<std::shared_ptr<EventLog>> log = jobs_->Events(request->job_id());
   if (!log.ok()) return new FailedWatch(log.status());
   if (request->after_sequence() < 0) {

@@ -15,6 +15,7 @@
 
 #include "accumulus/v1/controller.grpc.pb.h"
 #include "common/spec_yaml.h"
+#include "tests/support/controller_stub.h"
 #include "tests/support/read_file.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/test_cluster.h"
@@ -34,29 +35,6 @@ optimizer: {kind: sgd, lr: 0.1}
 max_steps: 2
 )";
 
-// A stub that sends `token` ("": none) over TLS with the test CA.
-std::unique_ptr<v1::Controller::Stub> StubWith(const TestCluster& cluster,
-                                               const std::string& token) {
-  grpc::SslCredentialsOptions tls;
-  tls.pem_root_certs = ReadFile(TestCertificates() + "/ca.pem");
-  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::SslCredentials(tls);
-  if (!token.empty()) {
-    credentials =
-        grpc::CompositeChannelCredentials(credentials, grpc::AccessTokenCredentials(token));
-  }
-  return v1::Controller::NewStub(grpc::CreateChannel(cluster.controller_address(), credentials));
-}
-
-std::string Token(const std::string& file) {
-  std::string text = ReadFile(file);
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-  return text;
-}
-
-void Prepare(grpc::ClientContext* context) {
-  context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
-}
-
 // One client's view: each RPC's status code.
 class Caller {
  public:
@@ -64,7 +42,7 @@ class Caller {
 
   StatusCode Submit(const v1::JobSpec& spec, std::string* id = nullptr) {
     grpc::ClientContext context;
-    Prepare(&context);
+    SetTestDeadline(&context);
     v1::SubmitJobRequest request;
     *request.mutable_spec() = spec;
     v1::Job job;
@@ -74,7 +52,7 @@ class Caller {
   }
   StatusCode Get(const std::string& id, v1::Job* job = nullptr) {
     grpc::ClientContext context;
-    Prepare(&context);
+    SetTestDeadline(&context);
     v1::GetJobRequest request;
     request.set_job_id(id);
     v1::Job response;
@@ -84,20 +62,20 @@ class Caller {
   }
   StatusCode List() {
     grpc::ClientContext context;
-    Prepare(&context);
+    SetTestDeadline(&context);
     v1::ListJobsResponse response;
     return stub_->ListJobs(&context, v1::ListJobsRequest(), &response).error_code();
   }
   StatusCode Workers() {
     grpc::ClientContext context;
-    Prepare(&context);
+    SetTestDeadline(&context);
     v1::ListWorkersResponse response;
     return stub_->ListWorkers(&context, v1::ListWorkersRequest(), &response).error_code();
   }
   // OK once the first event arrives (the stream is then cancelled).
   StatusCode Watch(const std::string& id) {
     grpc::ClientContext context;
-    Prepare(&context);
+    SetTestDeadline(&context);
     v1::WatchJobRequest request;
     request.set_job_id(id);
     auto reader = stub_->WatchJob(&context, request);
@@ -111,7 +89,7 @@ class Caller {
   }
   StatusCode Cancel(const std::string& id) {
     grpc::ClientContext context;
-    Prepare(&context);
+    SetTestDeadline(&context);
     v1::CancelJobRequest request;
     request.set_job_id(id);
     v1::Job job;
@@ -119,7 +97,7 @@ class Caller {
   }
   StatusCode Resume(const std::string& id) {
     grpc::ClientContext context;
-    Prepare(&context);
+    SetTestDeadline(&context);
     v1::ResumeJobRequest request;
     request.set_job_id(id);
     v1::Job job;
@@ -149,10 +127,10 @@ TEST(Auth, EachRoleMayCallWhatItsRoleAllowsAndOnlyOwnersManageTheirJobs) {
   const TestTokens& tokens = TestTokenFiles();
   Caller nobody(cluster, "");
   Caller stranger(cluster, "acc_" + std::string(64, '0'));
-  Caller viewer(cluster, Token(tokens.viewer));
-  Caller alice(cluster, Token(tokens.alice));
-  Caller bob(cluster, Token(tokens.bob));
-  Caller admin(cluster, Token(tokens.admin));
+  Caller viewer(cluster, TokenIn(tokens.viewer));
+  Caller alice(cluster, TokenIn(tokens.alice));
+  Caller bob(cluster, TokenIn(tokens.bob));
+  Caller admin(cluster, TokenIn(tokens.admin));
 
   std::string alices, bobs;
   ASSERT_EQ(alice.Submit(Spec(), &alices), StatusCode::OK);
@@ -251,7 +229,7 @@ TEST(Auth, EachRoleMayCallWhatItsRoleAllowsAndOnlyOwnersManageTheirJobs) {
   // output, the state database (durable before each reply: ReplyWhenDurable).
   std::vector<std::string> secrets;
   for (const std::string* file : {&tokens.admin, &tokens.alice, &tokens.bob, &tokens.viewer}) {
-    secrets.push_back(Token(*file));
+    secrets.push_back(TokenIn(*file));
   }
   secrets.push_back("acc_" + std::string(64, '0'));
   for (const std::string& secret : secrets) {
