@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "client/terminal_text.h"
+#include "common/job_attempts.h"
 
 namespace accumulus::client {
 namespace {
@@ -193,11 +194,7 @@ std::string JobDetails(const v1::Job& j) {
   }
   if (j.has_runtime()) out << "threads:      " << ThreadsText(j.runtime()) << "\n";
   if (j.attempt() > 1 || j.spec().max_restarts() > 0) {
-    // An attempt its worker's shutdown ended spent no restart.
-    const auto preempted = std::count_if(j.attempts().begin(), j.attempts().end(),
-                                         [](const v1::Attempt& a) { return a.preempted(); });
-    out << "attempt:      " << j.attempt() << " of at most "
-        << j.spec().max_restarts() + 1 + preempted << "\n";
+    out << "attempt:      " << j.attempt() << " of at most " << MaxAttempts(j) << "\n";
   }
   for (const auto& a : j.attempts()) {
     out << "  attempt " << a.number() << " ended after step " << a.last_step() << ": "

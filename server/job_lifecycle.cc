@@ -6,6 +6,7 @@
 #include <iterator>
 
 #include "common/clock.h"
+#include "common/job_attempts.h"
 #include "common/job_spec.h"
 #include "server/job_id.h"
 #include "server/job_state.h"
@@ -207,10 +208,7 @@ void JobLifecycle::EndEarly(JobRecord* record, v1::JobState state, const std::st
                  "); it moves to another worker, spending no restart");
     return;
   }
-  const int32_t preemptions = static_cast<int32_t>(
-      std::count_if(job.attempts().begin(), job.attempts().end(),
-                    [](const v1::Attempt& attempt) { return attempt.preempted(); }));
-  const int32_t restarts_used = job.attempt() - 1 - preemptions;
+  const int32_t restarts_used = RestartsUsed(job);
   if (!cancelling && state == v1::JOB_STATE_FAILED && retry == Retry::kAllowed &&
       restarts_used < job.spec().max_restarts()) {
     RecordAttempt(&job, reason, /*preempted=*/false, Now());
