@@ -60,11 +60,13 @@ StatusOr<Principal> AccessPolicy::Authorize(const grpc::ServerContextBase& conte
         "or ACCUMULUS_TOKEN)");
   }
   Principal caller{*name, *role};
-  if (caller.role < RoleFor(action)) {
-    return Refuse(
-        Status::PermissionDenied(caller.name + " has the " + std::string(RoleName(caller.role)) +
-                                 " role; " + What(action) + " needs submitter or admin"),
-        method, caller.name);
+  const Role needed = RoleFor(action);
+  if (caller.role < needed) {
+    return Refuse(Status::PermissionDenied(
+                      caller.name + " has the " + std::string(RoleName(caller.role)) + " role; " +
+                      What(action) + " needs " + std::string(RoleName(needed)) +
+                      (needed == Role::kAdmin ? "" : " or admin")),
+                  method, caller.name);
   }
   return caller;
 }
