@@ -74,7 +74,8 @@ StatusOr<std::string> ReadTokenFile(const std::string& path) {
   for (size_t i = 0; i < text.size(); ++i) {
     if (IsSpace(text[i]) || static_cast<unsigned char>(text[i]) < 0x21 ||
         static_cast<unsigned char>(text[i]) > 0x7e) {
-      return Status::InvalidArgument("token file " + path + ": byte " + std::to_string(begin + i) +
+      return Status::InvalidArgument("token file " + path + ": byte " +
+                                     std::to_string(begin + i + 1) +
                                      " is a space or not printable ASCII; the file holds one "
                                      "token and nothing else");
     }

@@ -131,7 +131,7 @@ TEST(BearerToken, ATokenFileHoldsOneTokenAndItsErrorsQuoteNothing) {
   const std::string two = Write(dir, "two", "acc_first acc_second\n");
   const Status status = client::ReadTokenFile(two).status();
   EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(status.message().find("token file " + two + ": byte 9 is a space"), std::string::npos)
+  EXPECT_NE(status.message().find("token file " + two + ": byte 10 is a space"), std::string::npos)
       << status.message();
   EXPECT_EQ(status.message().find("acc_"), std::string::npos) << status.message();
   EXPECT_EQ(client::ReadTokenFile(Write(dir, "empty", " \n")).status().code(),
