@@ -77,12 +77,12 @@ TEST_F(FileDatasetTest, MalformedCsvNamesFileLineAndExpectation) {
 TEST_F(FileDatasetTest, NonFiniteValuesAreRefusedWithLineAndColumn) {
   DataConfig c;
   c.kind = "csv";
-  for (const char* value : {"nan", "-inf", "INF", "1e999", "NaN"}) {
+  for (const char* value : {"nan", "-inf", "INF", "1e999", "NaN", "1e300", "-4e38"}) {
     c.path = Write("nonfinite.csv", std::string("a,b,label\n1,2,0\n\n3,") + value + ",1\n");
     EXPECT_EQ(LoadCsvDataset(c).status().message(),
               c.path +
                   ":4: column 2: expected a finite number (not nan, inf or beyond the range of a "
-                  "double)")
+                  "float)")
         << value;
   }
 }

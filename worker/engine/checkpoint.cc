@@ -4,12 +4,12 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
 
+#include "common/checkpoint_frame.h"
 #include "worker/engine/cpu_rng.h"
 #include "worker/engine/durable_file.h"
 
@@ -18,20 +18,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr char kMagic[8] = {'A', 'C', 'C', 'C', 'K', 'P', 'T', '1'};
-constexpr size_t kHeaderBytes = sizeof(kMagic) + 2 * sizeof(uint64_t);
 // Files before attempts were recorded in them (step-<N>.ckpt) count as
 // attempt 0.
 const std::regex kFileName(R"(step-(\d+)(?:\.attempt-(\d+))?\.ckpt)");
-
-uint64_t Fnv1a64(const std::string& data) {
-  uint64_t hash = 14695981039346656037ull;
-  for (unsigned char c : data) {
-    hash ^= c;
-    hash *= 1099511628211ull;
-  }
-  return hash;
-}
 
 std::string Key(const char* kind, size_t i) { return std::string(kind) + "_" + std::to_string(i); }
 
@@ -46,21 +35,7 @@ StatusOr<std::string> ReadPayload(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::NotFound("cannot open");
   std::string file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (file.size() < kHeaderBytes || std::memcmp(file.data(), kMagic, sizeof kMagic) != 0) {
-    return Status::DataLoss("not an accumulus checkpoint (" + std::to_string(file.size()) +
-                            " bytes, no header)");
-  }
-  uint64_t length = 0;
-  uint64_t checksum = 0;
-  std::memcpy(&length, file.data() + sizeof kMagic, sizeof length);
-  std::memcpy(&checksum, file.data() + sizeof kMagic + sizeof length, sizeof checksum);
-  if (file.size() - kHeaderBytes != length) {
-    return Status::DataLoss("truncated: " + std::to_string(file.size() - kHeaderBytes) + " of " +
-                            std::to_string(length) + " payload bytes");
-  }
-  std::string payload = file.substr(kHeaderBytes);
-  if (Fnv1a64(payload) != checksum) return Status::DataLoss("checksum mismatch (garbled)");
-  return payload;
+  return UnframeCheckpoint(file);
 }
 
 }  // namespace
@@ -142,12 +117,7 @@ StatusOr<std::string> CheckpointStore::Write(const TrainingState& state, const M
   std::ostringstream payload_stream;
   archive.save_to(payload_stream);
   const std::string payload = payload_stream.str();
-  std::string file(kMagic, sizeof kMagic);
-  const uint64_t length = payload.size();
-  const uint64_t checksum = Fnv1a64(payload);
-  file.append(reinterpret_cast<const char*>(&length), sizeof length);
-  file.append(reinterpret_cast<const char*>(&checksum), sizeof checksum);
-  file += payload;
+  const std::string file = FrameCheckpoint(payload);
 
   std::error_code error;
   fs::create_directories(dir_, error);

@@ -1,0 +1,146 @@
+#include "common/data/csv_table.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <sstream>
+
+namespace accumulus::data {
+namespace {
+
+std::vector<std::string> SplitFields(const std::string& line) {
+  std::vector<std::string> fields;
+  std::string field;
+  std::istringstream in(line);
+  while (std::getline(in, field, ',')) {
+    // Trim spaces and a trailing carriage return (CRLF files).
+    const auto begin = field.find_first_not_of(" \t\r");
+    const auto end = field.find_last_not_of(" \t\r");
+    fields.push_back(begin == std::string::npos ? "" : field.substr(begin, end - begin + 1));
+  }
+  if (!line.empty() && line.back() == ',') fields.push_back("");
+  return fields;
+}
+
+bool ParseNumber(const std::string& text, double* value) {
+  if (text.empty()) return false;
+  char* end = nullptr;
+  *value = std::strtod(text.c_str(), &end);
+  return end == text.c_str() + text.size();
+}
+
+std::string At(const std::string& path, int64_t line) { return path + ":" + std::to_string(line); }
+
+int64_t ClassLimit(int64_t declared) { return declared > 0 ? declared : kMaxClasses; }
+
+// The label column's index among `columns`, or -1.
+int64_t LabelIndex(const CsvConfig& config, const std::vector<std::string>& header,
+                   int64_t columns) {
+  if (config.label_column.empty()) return columns - 1;
+  double index = 0;
+  if (ParseNumber(config.label_column, &index)) {
+    if (!std::isfinite(index) || std::fabs(index) > static_cast<double>(columns)) return -1;
+    const auto i = static_cast<int64_t>(index);
+    return i < 0 ? columns + i : i;
+  }
+  for (size_t i = 0; i < header.size(); ++i) {
+    if (header[i] == config.label_column) return static_cast<int64_t>(i);
+  }
+  return -1;
+}
+
+}  // namespace
+
+std::string ExpectedClass(int64_t declared) {
+  if (declared <= 0) {
+    return "a class index from 0 to " + std::to_string(kMaxClasses - 1) +
+           " (or declare data.outputs)";
+  }
+  return "a class index from 0 to " + std::to_string(declared - 1) + " (data.outputs " +
+         std::to_string(declared) + ")";
+}
+
+StatusOr<CsvTable> ParseCsv(const std::string& text, const CsvConfig& config) {
+  std::istringstream lines(text);
+  std::string line;
+  int64_t line_number = 0;
+  std::vector<std::string> header;
+  std::vector<std::vector<double>> rows;
+  std::vector<int64_t> row_lines;  // each row's line in the file
+  size_t columns = 0;
+  while (std::getline(lines, line)) {
+    ++line_number;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;  // blank
+    const std::vector<std::string> fields = SplitFields(line);
+    std::vector<double> row(fields.size());
+    bool numeric = true;
+    for (size_t i = 0; i < fields.size() && numeric; ++i) numeric = ParseNumber(fields[i], &row[i]);
+    if (!numeric && rows.empty() && header.empty()) {
+      header = fields;  // the first line names the columns
+      columns = fields.size();
+      continue;
+    }
+    if (columns == 0) columns = fields.size();
+    if (fields.size() != columns) {
+      return Status::InvalidArgument(At(config.path, line_number) + ": expected " +
+                                     std::to_string(columns) + " comma-separated columns, found " +
+                                     std::to_string(fields.size()));
+    }
+    // Never quoting the field: the file may hold what its reader may not
+    // see (the error reaches whoever submitted the job).
+    for (size_t i = 0; i < fields.size(); ++i) {
+      if (!ParseNumber(fields[i], &row[i])) {
+        return Status::InvalidArgument(At(config.path, line_number) + ": column " +
+                                       std::to_string(i + 1) + ": expected a number");
+      }
+      // Trained as float32: a value beyond its range would be inf there.
+      if (!std::isfinite(static_cast<float>(row[i]))) {
+        return Status::InvalidArgument(At(config.path, line_number) + ": column " +
+                                       std::to_string(i + 1) +
+                                       ": expected a finite number (not nan, inf or beyond the "
+                                       "range of a float)");
+      }
+    }
+    rows.push_back(std::move(row));
+    row_lines.push_back(line_number);
+  }
+  if (rows.empty()) return Status::InvalidArgument(config.path + ": no data rows");
+  if (columns < 2) {
+    return Status::InvalidArgument(config.path +
+                                   ": needs at least 2 columns (features and a label)");
+  }
+  const auto width = static_cast<int64_t>(columns);
+  const int64_t label = LabelIndex(config, header, width);
+  if (label < 0 || label >= width) {
+    return Status::InvalidArgument("data.label_column \"" + config.label_column +
+                                   "\" is not a column of " + config.path + " (it has " +
+                                   std::to_string(columns) + " columns" +
+                                   (header.empty() ? " and no header line)" : ")"));
+  }
+
+  CsvTable table;
+  table.rows = static_cast<int64_t>(rows.size());
+  table.features = width - 1;
+  table.inputs.reserve(rows.size() * (columns - 1));
+  table.targets.reserve(rows.size());
+  for (size_t r = 0; r < rows.size(); ++r) {
+    for (int64_t c = 0; c < width; ++c) {
+      if (c != label) table.inputs.push_back(static_cast<float>(rows[r][static_cast<size_t>(c)]));
+    }
+    const double y = rows[r][static_cast<size_t>(label)];
+    if (config.classification) {
+      if (y < 0 || y != std::floor(y) ||
+          y >= static_cast<double>(ClassLimit(config.declared_classes))) {
+        return Status::InvalidArgument(At(config.path, row_lines[r]) + ": column " +
+                                       std::to_string(label + 1) + " (the label): expected " +
+                                       ExpectedClass(config.declared_classes));
+      }
+      table.classes = std::max(table.classes, static_cast<int64_t>(y) + 1);
+    }
+    table.targets.push_back(y);
+  }
+  if (config.classification) table.classes = std::max(table.classes, config.declared_classes);
+  return table;
+}
+
+}  // namespace accumulus::data

@@ -1,0 +1,44 @@
+// CSV data files as the trainer reads them, parsed without LibTorch (so that
+// a fuzzer and the control plane's tests can reach every byte of it).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace accumulus::data {
+
+struct CsvConfig {
+  std::string path;          // for errors
+  std::string label_column;  // a header name, a 0-based index (negative: from the end); "": last
+  bool classification = true;
+  // The classes the spec declares (data.outputs); 0: the labels' own.
+  int64_t declared_classes = 0;
+};
+
+struct CsvTable {
+  int64_t rows = 0;
+  int64_t features = 0;
+  std::vector<float> inputs;    // rows × features, row-major
+  std::vector<double> targets;  // per row: a class index or a value
+  int64_t classes = 0;          // classification: at least the largest label + 1
+};
+
+// Numeric columns, one sample per line; the first line is a header when any
+// of its fields is not a number; blank lines are skipped; CRLF is fine.
+// Every value is finite; a class label is an index below the declared
+// classes (else below the most a job may have). INVALID_ARGUMENT names the
+// file, the line and the column and what was expected there — never what
+// the file holds.
+StatusOr<CsvTable> ParseCsv(const std::string& text, const CsvConfig& config);
+
+// The most classes a job may have: data.outputs' limit (common/job_spec.cc).
+inline constexpr int64_t kMaxClasses = int64_t{1} << 20;
+
+// "a class index from 0 to 9 (data.outputs 10)", or without declared
+// classes, up to kMaxClasses.
+std::string ExpectedClass(int64_t declared_classes);
+
+}  // namespace accumulus::data
