@@ -143,3 +143,38 @@ run_checked() {
   ACCUMULUS_BINARY_DIR="$bin_dir" "${run[@]}" "$BUILD_DIR/bin/accumulus_e2e_tests" --gtest_brief=1 \
     --gtest_filter="$E2E_UNDER_SANITIZERS"
 }
+
+# The libFuzzer targets (fuzz/), built with clang, coverage, AddressSanitizer
+# and UBSan: only what they need (the protos and the common code).
+fuzz_build() {
+  local dir="$1" flags="-fsanitize=address,undefined,fuzzer-no-link -fno-sanitize-recover=undefined"
+  echo "== building the fuzz targets in $dir"
+  mkdir -p "$dir"
+  CC=clang CXX=clang++ cmake -S "$ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DACCUMULUS_BUILD_ENGINE=OFF -DACCUMULUS_BUILD_TESTS=OFF -DACCUMULUS_FUZZ=ON \
+    -DACCUMULUS_WERROR=ON -DCMAKE_CXX_FLAGS="$flags -fno-omit-frame-pointer" \
+    -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" > "$dir/configure.log" 2>&1 ||
+    { cat "$dir/configure.log"; exit 1; }
+  cmake --build "$dir" -j2 --target accumulus_fuzzers
+}
+
+# Runs every fuzz target for SECONDS over a copy of its corpus (so that CI
+# never writes into the checkout); a crash, a leak, a sanitizer report or a
+# broken invariant fails, leaving the input in DIR/crashes.
+#   run_fuzzers DIR SECONDS
+run_fuzzers() {
+  local dir="$1" seconds="$2"
+  mkdir -p "$dir/crashes"
+  for target in "$dir"/bin/fuzz_*; do
+    local name; name="$(basename "$target")"; name="${name#fuzz_}"
+    local corpus="$dir/corpus/$name"
+    rm -rf "$corpus" && mkdir -p "$corpus"
+    if [ -d "$ROOT/fuzz/corpus/$name" ]; then cp "$ROOT/fuzz/corpus/$name"/* "$corpus"/; fi
+    echo "== fuzzing $name for ${seconds}s ($(ls "$corpus" | wc -l) seeds)"
+    ASAN_OPTIONS="halt_on_error=1 detect_leaks=1" UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1" \
+      "$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+      -artifact_prefix="$dir/crashes/$name-" -print_final_stats=1 "$corpus" \
+      > "$dir/$name.log" 2>&1 || { tail -40 "$dir/$name.log"; exit 1; }
+    grep -E "^stat::number_of_executed_units|^#[0-9]+.*DONE" "$dir/$name.log" | tail -2
+  done
+}

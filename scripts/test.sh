@@ -2,7 +2,8 @@
 # Installs what accumulus needs, builds it with its tests, and runs the whole
 # suite (unit, engine and end-to-end tests); then the control plane again,
 # built with clang's thread-safety analysis and ThreadSanitizer, and with
-# AddressSanitizer + UndefinedBehaviorSanitizer. Safe to run again.
+# AddressSanitizer + UndefinedBehaviorSanitizer; then the fuzz targets for a
+# bounded time. Safe to run again.
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 install_all
 build ON
@@ -36,3 +37,6 @@ TSAN_OPTIONS="halt_on_error=1 ignore_noninstrumented_modules=1" UNIT_FILTER="-Wa
 checked_build "$ROOT/build-asan" "-fsanitize=address,undefined -fno-sanitize-recover=undefined"
 ASAN_OPTIONS="halt_on_error=1 detect_leaks=1" UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1" \
   run_checked "$ROOT/build-asan" "$ROOT/build-asan/bin"
+# The parsers of what users send or write, fuzzed for a bounded time.
+fuzz_build "$ROOT/build-fuzz"
+run_fuzzers "$ROOT/build-fuzz" "${FUZZ_SECONDS:-30}"
