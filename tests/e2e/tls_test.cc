@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "accumulus/v1/worker.grpc.pb.h"
+#include "tests/support/controller_stub.h"
 #include "tests/support/read_file.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/test_cluster.h"
@@ -71,30 +72,6 @@ grpc::Status OpenWorkerLink(const TestCluster& cluster,
 }
 
 std::string Pem(const std::string& path) { return ReadFile(path); }
-
-// A unary call of `method` with the serialized `request`, over `channel`.
-grpc::Status CallRaw(const std::shared_ptr<grpc::Channel>& channel, const std::string& method,
-                     const std::string& request, std::string* response) {
-  grpc::GenericStub stub(channel);
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  grpc::CompletionQueue queue;
-  grpc::Slice slice(request);
-  grpc::ByteBuffer sent(&slice, 1), received;
-  auto call = stub.PrepareUnaryCall(&context, method, sent, &queue);
-  call->StartCall();
-  grpc::Status status;
-  call->Finish(&received, &status, reinterpret_cast<void*>(1));
-  void* tag = nullptr;
-  bool ok = false;
-  if (!queue.Next(&tag, &ok)) return grpc::Status(grpc::StatusCode::INTERNAL, "queue shut down");
-  std::vector<grpc::Slice> slices;
-  if (status.ok() && received.Dump(&slices).ok()) {
-    for (const grpc::Slice& s : slices)
-      response->append(reinterpret_cast<const char*>(s.begin()), s.size());
-  }
-  return status;
-}
 
 TEST(Tls, ClientsAreServedOnlyOverTlsWithTheControllersCa) {
   TestCluster cluster;
