@@ -103,15 +103,24 @@ build() {
 # The control plane built with clang, torch-free (controller, worker daemon,
 # CLI, unit tests), with -Wthread-safety as an error and a sanitizer:
 #   checked_build DIR "-fsanitize=..."
+# Configures DIR with clang, torch-free, warnings as errors, compiling with
+# CXX_FLAGS and linking with LINK_FLAGS, plus any cmake -D options after:
+#   clang_configure DIR CXX_FLAGS LINK_FLAGS [-DOPTION=VALUE...]
+clang_configure() {
+  local dir="$1" cxx_flags="$2" link_flags="$3"
+  shift 3
+  mkdir -p "$dir"
+  CC=clang CXX=clang++ cmake -S "$ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DACCUMULUS_BUILD_ENGINE=OFF -DACCUMULUS_WERROR=ON \
+    -DCMAKE_CXX_FLAGS="$cxx_flags -fno-omit-frame-pointer" \
+    -DCMAKE_EXE_LINKER_FLAGS="$link_flags" "$@" > "$dir/configure.log" 2>&1 ||
+    { cat "$dir/configure.log"; exit 1; }
+}
+
 checked_build() {
   local dir="$1" flags="$2"
   echo "== building with clang $flags in $dir"
-  mkdir -p "$dir"
-  CC=clang CXX=clang++ cmake -S "$ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DACCUMULUS_BUILD_ENGINE=OFF -DACCUMULUS_BUILD_TESTS=ON -DACCUMULUS_WERROR=ON \
-    -DCMAKE_CXX_FLAGS="$flags -fno-omit-frame-pointer -Wthread-safety" \
-    -DCMAKE_EXE_LINKER_FLAGS="$flags" > "$dir/configure.log" 2>&1 ||
-    { cat "$dir/configure.log"; exit 1; }
+  clang_configure "$dir" "$flags -Wthread-safety" "$flags" -DACCUMULUS_BUILD_TESTS=ON
   cmake --build "$dir" -j2
   # The trainer (LibTorch, never instrumented) is the main build's; the
   # daemon finds it beside itself.
@@ -149,12 +158,8 @@ run_checked() {
 fuzz_build() {
   local dir="$1" flags="-fsanitize=address,undefined,fuzzer-no-link -fno-sanitize-recover=undefined"
   echo "== building the fuzz targets in $dir"
-  mkdir -p "$dir"
-  CC=clang CXX=clang++ cmake -S "$ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DACCUMULUS_BUILD_ENGINE=OFF -DACCUMULUS_BUILD_TESTS=OFF -DACCUMULUS_FUZZ=ON \
-    -DACCUMULUS_WERROR=ON -DCMAKE_CXX_FLAGS="$flags -fno-omit-frame-pointer" \
-    -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" > "$dir/configure.log" 2>&1 ||
-    { cat "$dir/configure.log"; exit 1; }
+  clang_configure "$dir" "$flags" "-fsanitize=address,undefined" \
+    -DACCUMULUS_BUILD_TESTS=OFF -DACCUMULUS_FUZZ=ON
   cmake --build "$dir" -j2 --target accumulus_fuzzers
 }
 
