@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "common/data/class_labels.h"
+
 namespace accumulus::data {
 namespace {
 
@@ -31,8 +33,6 @@ bool ParseNumber(const std::string& text, double* value) {
 
 std::string At(const std::string& path, int64_t line) { return path + ":" + std::to_string(line); }
 
-int64_t ClassLimit(int64_t declared) { return declared > 0 ? declared : kMaxClasses; }
-
 // The label column's index among `columns`, or -1.
 int64_t LabelIndex(const CsvConfig& config, const std::vector<std::string>& header,
                    int64_t columns) {
@@ -50,15 +50,6 @@ int64_t LabelIndex(const CsvConfig& config, const std::vector<std::string>& head
 }
 
 }  // namespace
-
-std::string ExpectedClass(int64_t declared) {
-  if (declared <= 0) {
-    return "a class index from 0 to " + std::to_string(kMaxClasses - 1) +
-           " (or declare data.outputs)";
-  }
-  return "a class index from 0 to " + std::to_string(declared - 1) + " (data.outputs " +
-         std::to_string(declared) + ")";
-}
 
 StatusOr<CsvTable> ParseCsv(const std::string& text, const CsvConfig& config) {
   std::istringstream lines(text);

@@ -34,11 +34,4 @@ struct CsvTable {
 // the file holds.
 StatusOr<CsvTable> ParseCsv(const std::string& text, const CsvConfig& config);
 
-// The most classes a job may have: data.outputs' limit (common/job_spec.cc).
-inline constexpr int64_t kMaxClasses = int64_t{1} << 20;
-
-// "a class index from 0 to 9 (data.outputs 10)", or without declared
-// classes, up to kMaxClasses.
-std::string ExpectedClass(int64_t declared_classes);
-
 }  // namespace accumulus::data

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "common/data/csv_table.h"
+#include "common/data/class_labels.h"
 
 namespace accumulus::data {
 
@@ -58,7 +58,7 @@ StatusOr<int64_t> CheckIdxLabels(const IdxArray& labels, int64_t samples,
   int64_t classes = 0;
   for (int64_t i = 0; i < samples; ++i) {
     const int64_t y = labels.data[i];
-    if (declared_classes > 0 && y >= declared_classes) {
+    if (y >= ClassLimit(declared_classes)) {
       return Status::InvalidArgument("data.labels_path " + labels_path + ": at byte " +
                                      std::to_string(labels.data_offset + static_cast<size_t>(i)) +
                                      ": expected " + ExpectedClass(declared_classes));
