@@ -10,16 +10,15 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <fstream>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "accumulus/v1/controller.grpc.pb.h"
+#include "common/mutex.h"
 #include "common/spec_yaml.h"
 #include "tests/support/controller_stub.h"
 #include "tests/support/read_file.h"
@@ -89,16 +88,16 @@ class Watcher final : public grpc::ClientReadReactor<v1::JobEvent> {
   }
 
   void OnDone(const grpc::Status& status) override {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     status_ = status;
     done_ = true;
-    changed_.notify_all();
+    changed_.NotifyAll();
   }
 
   // Waits for the end of the stream (bounded by its deadline).
   grpc::Status Wait() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    changed_.wait(lock, [this] { return done_; });
+    MutexLock lock(&mutex_);
+    while (!done_) changed_.Wait(&mutex_);
     return status_;
   }
 
@@ -116,10 +115,10 @@ class Watcher final : public grpc::ClientReadReactor<v1::JobEvent> {
   int64_t events_ = 0;
   bool gaps_ = false;
   bool terminal_ = false;
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  bool done_ = false;
-  grpc::Status status_;
+  Mutex mutex_;
+  CondVar changed_;
+  bool done_ GUARDED_BY(mutex_) = false;
+  grpc::Status status_ GUARDED_BY(mutex_);
 };
 
 TEST(Load, AThousandWatchersAndFiveThousandSubmittedJobs) {
