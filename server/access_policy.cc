@@ -2,9 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <iterator>
 #include <optional>
-
-#include "server/token_authenticator.h"
 
 namespace accumulus::server {
 namespace {
@@ -32,34 +31,43 @@ std::string What(Action action) {
   return "this call";
 }
 
-std::optional<std::string> Property(const grpc::AuthContext& auth, const char* name) {
-  const std::vector<grpc::string_ref> values = auth.FindPropertyValues(name);
-  if (values.empty()) return std::nullopt;
-  return std::string(values.front().data(), values.front().size());
+// The call's `authorization` header, if it sent exactly one (the
+// TokenAuthenticator has refused more than one already).
+std::optional<std::string_view> AuthorizationHeader(const grpc::ServerContextBase& context) {
+  const auto& metadata = context.client_metadata();
+  const auto [first, last] = metadata.equal_range(
+      grpc::string_ref(TokenTable::kHeader.data(), TokenTable::kHeader.size()));
+  if (first == last || std::next(first) != last) return std::nullopt;
+  return std::string_view(first->second.data(), first->second.size());
 }
 
 }  // namespace
 
-AccessPolicy::AccessPolicy(bool tokens_required, metrics::Family<metrics::Counter>* refused)
-    : tokens_required_(tokens_required),
+AccessPolicy::AccessPolicy(std::shared_ptr<const TokenTable> tokens,
+                           metrics::Family<metrics::Counter>* refused)
+    : tokens_(std::move(tokens)),
       unauthenticated_(refused->WithLabels({"unauthenticated"})),
       permission_denied_(refused->WithLabels({"permission_denied"})) {}
 
 StatusOr<Principal> AccessPolicy::Authorize(const grpc::ServerContextBase& context, Action action,
                                             std::string_view method) const {
-  if (!tokens_required_) return Principal{kAnonymous, Role::kAdmin};
-  const std::shared_ptr<const grpc::AuthContext> auth = context.auth_context();
-  const std::optional<std::string> name = auth ? Property(*auth, kPrincipalProperty) : std::nullopt;
-  const std::optional<std::string> role_name = auth ? Property(*auth, kRoleProperty) : std::nullopt;
-  const std::optional<Role> role = role_name ? ParseRole(*role_name) : std::nullopt;
-  if (!name || !role) {
+  if (tokens_ == nullptr) return Principal{kAnonymous, Role::kAdmin};
+  const std::optional<std::string_view> header = AuthorizationHeader(context);
+  if (!header) {
     unauthenticated_->Increment();
     spdlog::info("refused {} from {}: no bearer token", method, context.peer());
     return Status::Unauthenticated(
         "this controller requires a bearer token (the CLI: --token-file, ACCUMULUS_TOKEN_FILE "
         "or ACCUMULUS_TOKEN)");
   }
-  Principal caller{*name, *role};
+  const StatusOr<TokenEntry> token = tokens_->Lookup(*header);
+  if (!token.ok()) {
+    // Refused before the service already, unless it came another way (a
+    // plaintext port): counted once either way.
+    unauthenticated_->Increment();
+    return token.status();
+  }
+  Principal caller{token->name, token->role};
   const Role needed = RoleFor(action);
   if (caller.role < needed) {
     return Refuse(Status::PermissionDenied(

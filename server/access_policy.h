@@ -4,14 +4,16 @@
 //   submitter  + SubmitJob; CancelJob and ResumeJob of the jobs it owns
 //   admin      everything, on every job
 //
-// The caller is the principal the TokenAuthenticator put into the call's
-// AuthContext. A controller without a tokens file has no principals: every
+// The caller is the principal its call's bearer token names (the call's own
+// `authorization` header, which the TokenAuthenticator has already checked).
+// A controller without a tokens file has no principals: every
 // caller is "anonymous" with the admin role (it warns at start). A refusal
 // is counted and logged with the caller's name, never its token.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
 
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -19,6 +21,7 @@
 #include "common/access_token.h"
 #include "common/metrics/registry.h"
 #include "common/status.h"
+#include "server/token_table.h"
 
 namespace accumulus::server {
 
@@ -38,9 +41,11 @@ class AccessPolicy {
  public:
   inline static constexpr char kAnonymous[] = "anonymous";
 
-  // `tokens_required`: whether the controller has a tokens file. `refused`
-  // counts refusals (label code: unauthenticated, permission_denied).
-  AccessPolicy(bool tokens_required, metrics::Family<metrics::Counter>* refused);
+  // `tokens`: the controller's tokens file (null: none, every caller is the
+  // anonymous admin). `refused` counts refusals (label code:
+  // unauthenticated, permission_denied).
+  AccessPolicy(std::shared_ptr<const TokenTable> tokens,
+               metrics::Family<metrics::Counter>* refused);
 
   // The caller of `context` if its role allows `action`: UNAUTHENTICATED
   // without a token, PERMISSION_DENIED for a role below the action's.
@@ -54,7 +59,7 @@ class AccessPolicy {
  private:
   Status Refuse(Status status, std::string_view method, std::string_view who) const;
 
-  const bool tokens_required_;
+  const std::shared_ptr<const TokenTable> tokens_;
   metrics::Counter* const unauthenticated_;
   metrics::Counter* const permission_denied_;
 };

@@ -50,24 +50,25 @@ StatusOr<std::unique_ptr<Controller>> Controller::Start(const ControllerOptions&
   }
   std::unique_ptr<Controller> c(new Controller());
   c->metrics_ = std::make_unique<ControllerMetrics>(&c->registry_);
+  std::shared_ptr<const TokenTable> tokens;
   if (!options.tokens_file.empty()) {
-    StatusOr<std::vector<TokenEntry>> tokens = ReadTokenFile(options.tokens_file);
-    if (!tokens.ok()) return tokens.status();
-    if (tokens->empty()) {
+    StatusOr<std::vector<TokenEntry>> entries = ReadTokenFile(options.tokens_file);
+    if (!entries.ok()) return entries.status();
+    if (entries->empty()) {
       return Status::InvalidArgument("tokens file " + options.tokens_file +
                                      " lists no token: no client could call the controller");
     }
+    tokens = std::make_shared<const TokenTable>(*entries);
     (*credentials)
         ->SetAuthMetadataProcessor(
-            std::make_shared<TokenAuthenticator>(*tokens, c->metrics_->requests_refused));
-    spdlog::info("client API: {} token(s) from {}", tokens->size(), options.tokens_file);
+            std::make_shared<TokenAuthenticator>(tokens, c->metrics_->requests_refused));
+    spdlog::info("client API: {} token(s) from {}", entries->size(), options.tokens_file);
   } else {
     spdlog::warn(
         "no --tokens-file: every client may submit, cancel and resume any job, as the "
         "anonymous admin");
   }
-  c->access_ =
-      std::make_unique<AccessPolicy>(!options.tokens_file.empty(), c->metrics_->requests_refused);
+  c->access_ = std::make_unique<AccessPolicy>(tokens, c->metrics_->requests_refused);
   if (!options.state_db.empty()) {
     // Before the store is read: a second controller must not even recover
     // the jobs (it would place them too).

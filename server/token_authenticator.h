@@ -1,35 +1,33 @@
 // Checks the bearer token of every call on the controller's TLS port, before
-// any service sees the call (a gRPC AuthMetadataProcessor): a known token
-// puts its name and role into the call's AuthContext, where AccessPolicy
-// reads them; an unknown or malformed one ends the call UNAUTHENTICATED. A
-// call without a token passes unmarked: the health service and the worker
-// link (whose peers are identified by their certificates) need none, and the
-// client API refuses it.
+// any service sees the call (a gRPC AuthMetadataProcessor): a malformed
+// `authorization` header, more than one, or an unknown token ends the call
+// UNAUTHENTICATED. A call without a token passes: the health service and the
+// worker link (whose peers are identified by their certificates) need none,
+// and the client API refuses it (AccessPolicy).
 //
-// The token is consumed here: no service, interceptor or log downstream ever
-// sees it, and this class never logs or returns it.
+// It marks nothing in the AuthContext: gRPC hands the processor the
+// connection's AuthContext, shared by every call on the connection (gRPC
+// 1.51's server auth filter), so a property added there would be seen by
+// the connection's other calls — another client's identity behind one
+// proxy — and written concurrently by them (a data race that crashed the
+// controller under 1,000 watchers). AccessPolicy names each call's caller
+// from its own header instead. This class never logs or returns a token.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/security/auth_metadata_processor.h>
 
-#include <string>
-#include <unordered_map>
-#include <vector>
+#include <memory>
 
-#include "common/access_token.h"
 #include "common/metrics/registry.h"
+#include "server/token_table.h"
 
 namespace accumulus::server {
-
-// The AuthContext properties of an authenticated call.
-inline constexpr char kPrincipalProperty[] = "accumulus.principal";
-inline constexpr char kRoleProperty[] = "accumulus.role";
 
 class TokenAuthenticator final : public grpc::AuthMetadataProcessor {
  public:
   // `refused` counts calls ended here (label code: unauthenticated).
-  TokenAuthenticator(const std::vector<TokenEntry>& tokens,
+  TokenAuthenticator(std::shared_ptr<const TokenTable> tokens,
                      metrics::Family<metrics::Counter>* refused);
 
   // A hash and a map lookup: cheap enough for gRPC's own thread.
@@ -40,9 +38,7 @@ class TokenAuthenticator final : public grpc::AuthMetadataProcessor {
                        OutputMetadata* response_metadata) override;
 
  private:
-  // By hash: the lookup compares hashes, so its timing tells nothing useful
-  // about a registered token.
-  std::unordered_map<std::string, TokenEntry> by_hash_;
+  const std::shared_ptr<const TokenTable> tokens_;
   metrics::Counter* const refused_;
 };
 

@@ -247,6 +247,51 @@ TEST(Auth, EachRoleMayCallWhatItsRoleAllowsAndOnlyOwnersManageTheirJobs) {
   EXPECT_GE(scanned, 3) << "the controller log, the state database, CLI output";
 }
 
+// One connection, several callers (a proxy, a notebook switching tokens):
+// each call is its own token's. gRPC hands the token check the connection's
+// AuthContext, shared by the connection's calls; an identity kept there
+// would make the second caller the first.
+TEST(Auth, CallsWithDifferentTokensOnOneConnectionAreEachTheirOwnCaller) {
+  TestCluster cluster;
+  StatusOr<v1::JobSpec> spec = ParseJobSpecYaml(kQueuedJob, "waits.yaml");
+  ASSERT_TRUE(spec.ok());
+  auto stub = v1::Controller::NewStub(ChannelWith(cluster, ""));  // no token of its own
+  const auto submit_as = [&](const std::string& token_file) {
+    grpc::ClientContext context;
+    SetTestDeadline(&context);
+    context.AddMetadata("authorization", "Bearer " + TokenIn(token_file));
+    v1::SubmitJobRequest request;
+    *request.mutable_spec() = *spec;
+    v1::Job job;
+    const grpc::Status status = stub->SubmitJob(&context, request, &job);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    return job;
+  };
+  const TestTokens& tokens = TestTokenFiles();
+  EXPECT_EQ(submit_as(tokens.alice).owner(), "alice");
+  EXPECT_EQ(submit_as(tokens.bob).owner(), "bob");
+  EXPECT_EQ(submit_as(tokens.alice).owner(), "alice");
+  {
+    // The viewer, after two submitters on the same connection, still may not submit.
+    grpc::ClientContext context;
+    SetTestDeadline(&context);
+    context.AddMetadata("authorization", "Bearer " + TokenIn(tokens.viewer));
+    v1::SubmitJobRequest request;
+    *request.mutable_spec() = *spec;
+    v1::Job job;
+    EXPECT_EQ(stub->SubmitJob(&context, request, &job).error_code(), StatusCode::PERMISSION_DENIED);
+  }
+  {
+    // And a call without a token is refused, whatever came before it.
+    grpc::ClientContext context;
+    SetTestDeadline(&context);
+    v1::ListJobsRequest request;
+    v1::ListJobsResponse response;
+    EXPECT_EQ(stub->ListJobs(&context, request, &response).error_code(),
+              StatusCode::UNAUTHENTICATED);
+  }
+}
+
 // Start-up refusals: tokens over plaintext, a malformed or empty tokens
 // file (named with its line, its content never quoted).
 TEST(Auth, TheControllerRefusesTokensItCannotUseSafely) {
