@@ -13,6 +13,9 @@
 namespace accumulus::server {
 namespace {
 
+// How long a keepalive ping may wait for its ack (gRPC's own default).
+constexpr int kKeepaliveTimeoutMs = 20000;
+
 // Every method but the health service's on the health port: UNIMPLEMENTED.
 // (It also gives that server the callback machinery that the default health
 // service needs to be served at all.)
@@ -98,9 +101,14 @@ StatusOr<std::unique_ptr<Controller>> Controller::Start(const ControllerOptions&
   builder.AddListeningPort(options.listen_address, *credentials, &c->grpc_port_);
   builder.RegisterService(c->controller_service_.get());
   builder.RegisterService(c->worker_link_service_.get());
-  // Dead workers are noticed even when their TCP connection hangs silently.
+  // Connections whose peer vanished (a powered-off node, a cut cable) are
+  // closed, even when idle. The timeout is generous: on a busy connection
+  // (a hundred watchers of a fast job) the ping and its ack queue behind
+  // megabytes of events, and a tight watchdog would cut every stream on it
+  // (it did, at the heartbeat's 1 s, under load). A silent worker is found
+  // sooner by its missing heartbeats (--lost-worker-ms), not by this.
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, options.heartbeat_interval_ms);
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, options.heartbeat_interval_ms);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, kKeepaliveTimeoutMs);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   // Peers may ping this often: workers at the heartbeat, clients (the
   // CLI's watch) every 20 s whatever the heartbeat.

@@ -51,7 +51,7 @@ class LinkReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1::
   }
 
   // gRPC holds one reference until OnDone; CloseSilentLinks one while it
-  // cancels (which may run reactions, OnDone included, on its thread).
+  // cancels (OnDone may run on another thread meanwhile).
   void Ref() { refs_.fetch_add(1); }
   void Unref() {
     if (refs_.fetch_sub(1) == 1) delete this;
@@ -75,7 +75,7 @@ class LinkReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1::
   // The controller is stopping: the link closes, the worker reconnects.
   void CloseForShutdown(const std::string& reason) {
     CloseWith(grpc::Status(grpc::StatusCode::UNAVAILABLE, reason), reason);
-    context_->TryCancel();
+    Cancel();
   }
 
   // The worker is lost: the link closes (the pending read ends, then OnDone).
@@ -83,7 +83,7 @@ class LinkReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1::
     const int64_t silent_ms = (SteadyMicros() - last_heard_us_.load()) / 1000;
     CloseWith(grpc::Status(grpc::StatusCode::UNAVAILABLE, "no heartbeat"),
               "no message for " + std::to_string(silent_ms) + " ms");
-    context_->TryCancel();
+    Cancel();
   }
 
   void OnWriteDone(bool ok) override {
@@ -111,6 +111,12 @@ class LinkReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1::
   void OnCancel() override { CloseWith(grpc::Status::CANCELLED, "the link was cancelled"); }
 
   void OnDone() override {
+    {
+      // gRPC frees the context once OnDone returns; the Finish that
+      // CloseWith called may bring OnDone here before Cancel runs.
+      MutexLock lock(&context_mutex_);
+      context_ = nullptr;
+    }
     handle_->Detach();
     service_->Forget(this);
     if (session_ != 0) {
@@ -228,6 +234,15 @@ class LinkReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1::
     StartWrite(next);
   }
 
+  // Ends the pending read (and a write stuck on a silent peer), unless the
+  // call is already done.
+  void Cancel() {
+    MutexLock lock(&context_mutex_);
+    // gRPC runs the reactions it causes on its executor, never inline, so
+    // none of them waits for this lock here.
+    if (context_ != nullptr) context_->TryCancel();
+  }
+
   void CloseWith(const grpc::Status& status, const std::string& reason) {
     bool finish = false;
     {
@@ -243,7 +258,8 @@ class LinkReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1::
 
   WorkerLinkService* const service_;
   JobManager* const jobs_;
-  grpc::CallbackServerContext* const context_;
+  Mutex context_mutex_;
+  grpc::CallbackServerContext* context_ GUARDED_BY(context_mutex_);  // null once done
   const std::shared_ptr<SendHandle> handle_;
   std::atomic<int64_t> last_heard_us_;  // steady clock
   std::atomic<int> refs_{1};
@@ -288,7 +304,7 @@ void WorkerLinkService::CloseSilentLinks() {
       silent.push_back(reactor);
     }
   }
-  // Outside mutex_: cancelling may run the reactor's OnDone right here.
+  // Outside mutex_: the reactions cancelling causes take it (OnDone: Forget).
   for (LinkReactor* reactor : silent) {
     reactor->CloseSilent();
     reactor->Unref();

@@ -66,6 +66,82 @@ int64_t ResidentBytes(pid_t pid) {
   return 0;
 }
 
+std::string Describe(const grpc::Status& status) {
+  return "code " + std::to_string(status.error_code()) + ": " + status.error_message();
+}
+
+// Counts failed calls, keeping the first one's status for the report.
+class FirstError {
+ public:
+  void Count(const grpc::Status& status) {
+    if (status.ok()) return;
+    MutexLock lock(&mutex_);
+    if (count_++ == 0) first_ = Describe(status);
+  }
+  int count() const {
+    MutexLock lock(&mutex_);
+    return count_;
+  }
+  std::string first() const {
+    MutexLock lock(&mutex_);
+    return first_;
+  }
+
+ private:
+  mutable Mutex mutex_;
+  int count_ GUARDED_BY(mutex_) = 0;
+  std::string first_ GUARDED_BY(mutex_);
+};
+
+// Health checks and the controller's memory, sampled on a thread of its own
+// from construction until Stop (or destruction: an assertion that returns
+// early still stops it).
+class HealthSampler {
+ public:
+  HealthSampler(const TestCluster& cluster, const std::string& token, pid_t controller,
+                int64_t rss_before)
+      : rss_peak_(rss_before) {
+    thread_ = std::thread([this, channel = ChannelWith(cluster, token), controller] {
+      while (!stop_) {
+        const auto start = Clock::now();
+        std::string response;
+        grpc::Status s = CallRaw(channel, "/grpc.health.v1.Health/Check", "", &response);
+        const int64_t us =
+            std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count();
+        ++calls_;
+        if (s.ok() && response != std::string("\x08\x01", 2)) {
+          s = grpc::Status(grpc::StatusCode::UNKNOWN, "not SERVING");
+        }
+        errors_.Count(s);
+        worst_us_ = std::max<int64_t>(worst_us_, us);
+        rss_peak_ = std::max(rss_peak_.load(), ResidentBytes(controller));
+        std::this_thread::sleep_for(
+            std::chrono::milliseconds(20));  // the sampling rate, not a sync
+      }
+    });
+  }
+  ~HealthSampler() { Stop(); }
+
+  void Stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+
+  int calls() const { return calls_; }
+  int failures() const { return errors_.count(); }
+  std::string first_error() const { return errors_.first(); }
+  int64_t worst_us() const { return worst_us_; }
+  int64_t rss_peak() const { return rss_peak_; }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::atomic<int> calls_{0};
+  std::atomic<int64_t> worst_us_{0};
+  std::atomic<int64_t> rss_peak_;
+  FirstError errors_;
+  std::thread thread_;
+};
+
 // One client following the job: every event after sequence 0, checked as it
 // comes.
 class Watcher final : public grpc::ClientReadReactor<v1::JobEvent> {
@@ -101,6 +177,9 @@ class Watcher final : public grpc::ClientReadReactor<v1::JobEvent> {
     return status_;
   }
 
+  // Ends the stream early (a test that stops before the job's end).
+  void Cancel() { context_.TryCancel(); }
+
   bool gapless() const { return !gaps_; }
   bool saw_success() const { return terminal_; }
   int64_t last_sequence() const { return last_; }
@@ -121,6 +200,22 @@ class Watcher final : public grpc::ClientReadReactor<v1::JobEvent> {
   grpc::Status status_ GUARDED_BY(mutex_);
 };
 
+// The watchers of the test. On destruction, streams still open (an
+// assertion returned early) are cancelled and awaited: a reactor must
+// outlive its call.
+class WatcherGroup {
+ public:
+  ~WatcherGroup() {
+    for (auto& w : watchers_) w->Cancel();
+    for (auto& w : watchers_) w->Wait();
+  }
+  void Add(std::unique_ptr<Watcher> w) { watchers_.push_back(std::move(w)); }
+  const std::vector<std::unique_ptr<Watcher>>& all() const { return watchers_; }
+
+ private:
+  std::vector<std::unique_ptr<Watcher>> watchers_;
+};
+
 TEST(Load, AThousandWatchersAndFiveThousandSubmittedJobs) {
   TestCluster cluster;
   const std::string worker = cluster.StartWorker(1);
@@ -129,25 +224,7 @@ TEST(Load, AThousandWatchersAndFiveThousandSubmittedJobs) {
   const pid_t controller = cluster.controller_pid();
   const int64_t rss_before = ResidentBytes(controller);
 
-  // Health and memory, sampled throughout.
-  std::atomic<bool> stop{false};
-  std::atomic<int> health_failures{0}, health_calls{0};
-  std::atomic<int64_t> health_worst_us{0}, rss_peak{rss_before};
-  std::thread prober([&] {
-    auto channel = ChannelWith(cluster, token);
-    while (!stop) {
-      const auto start = Clock::now();
-      std::string response;
-      const grpc::Status s = CallRaw(channel, "/grpc.health.v1.Health/Check", "", &response);
-      const int64_t us =
-          std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count();
-      ++health_calls;
-      if (!s.ok() || response != std::string("\x08\x01", 2)) ++health_failures;
-      health_worst_us = std::max<int64_t>(health_worst_us, us);
-      rss_peak = std::max(rss_peak.load(), ResidentBytes(controller));
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the sampling rate, not a sync
-    }
-  });
+  HealthSampler sampler(cluster, token, controller, rss_before);
 
   StatusOr<v1::JobSpec> watched_spec = ParseJobSpecYaml(kWatchedJob, "watched.yaml");
   StatusOr<v1::JobSpec> queued_spec = ParseJobSpecYaml(kQueuedJob, "queued.yaml");
@@ -159,7 +236,8 @@ TEST(Load, AThousandWatchersAndFiveThousandSubmittedJobs) {
     SetTestDeadline(&context);
     v1::SubmitJobRequest request;
     *request.mutable_spec() = *watched_spec;
-    ASSERT_TRUE(admin->SubmitJob(&context, request, &watched).ok());
+    const grpc::Status submitted = admin->SubmitJob(&context, request, &watched);
+    ASSERT_TRUE(submitted.ok()) << Describe(submitted);
   }
 
   const auto start = Clock::now();
@@ -170,14 +248,14 @@ TEST(Load, AThousandWatchersAndFiveThousandSubmittedJobs) {
     args.SetInt("accumulus.test.channel", c);
     stubs.push_back(v1::Controller::NewStub(ChannelWith(cluster, token, args)));
   }
-  std::vector<std::unique_ptr<Watcher>> watchers;
+  WatcherGroup watchers;
   for (int i = 0; i < kWatchers; ++i) {
-    watchers.push_back(std::make_unique<Watcher>(stubs[i % kChannels].get(), watched.id()));
+    watchers.Add(std::make_unique<Watcher>(stubs[i % kChannels].get(), watched.id()));
   }
   const double attach_s = std::chrono::duration<double>(Clock::now() - start).count();
 
   // 5,000 submits from 8 clients at once.
-  std::atomic<int> submit_failures{0};
+  FirstError submit_errors;
   std::vector<std::thread> submitters;
   const auto submit_start = Clock::now();
   for (int t = 0; t < kSubmitThreads; ++t) {
@@ -190,7 +268,7 @@ TEST(Load, AThousandWatchersAndFiveThousandSubmittedJobs) {
         *request.mutable_spec() = *queued_spec;
         request.set_request_id("load-" + std::to_string(i));
         v1::Job job;
-        if (!stub->SubmitJob(&context, request, &job).ok()) ++submit_failures;
+        submit_errors.Count(stub->SubmitJob(&context, request, &job));
       }
     });
   }
@@ -200,8 +278,10 @@ TEST(Load, AThousandWatchersAndFiveThousandSubmittedJobs) {
   int gapped = 0, failed = 0, unfinished = 0;
   int64_t last_sequence = -1, events = 0;
   bool same_end = true;
-  for (auto& w : watchers) {
+  FirstError watch_errors;
+  for (const auto& w : watchers.all()) {
     const grpc::Status status = w->Wait();
+    watch_errors.Count(status);
     failed += status.ok() ? 0 : 1;
     gapped += w->gapless() ? 0 : 1;
     unfinished += w->saw_success() ? 0 : 1;
@@ -219,16 +299,16 @@ TEST(Load, AThousandWatchersAndFiveThousandSubmittedJobs) {
     grpc::ClientContext context;
     SetTestDeadline(&context);
     v1::ListJobsResponse page;
-    ASSERT_TRUE(admin->ListJobs(&context, list, &page).ok());
+    const grpc::Status listed_page = admin->ListJobs(&context, list, &page);
+    ASSERT_TRUE(listed_page.ok()) << "page " << pages + 1 << ": " << Describe(listed_page);
     listed += page.jobs_size();
     ++pages;
     list.set_page_token(page.next_page_token());
   } while (!list.page_token().empty());
-  stop = true;
-  prober.join();
+  sampler.Stop();
 
   const double rss_before_mib = static_cast<double>(rss_before) / (1 << 20);
-  const double rss_peak_mib = static_cast<double>(rss_peak.load()) / (1 << 20);
+  const double rss_peak_mib = static_cast<double>(sampler.rss_peak()) / (1 << 20);
   char figures[2048];
   std::snprintf(figures, sizeof figures,
                 "| figure | value |\n| --- | --- |\n"
@@ -243,8 +323,8 @@ TEST(Load, AThousandWatchersAndFiveThousandSubmittedJobs) {
                 kWatchers, kChannels, attach_s, static_cast<long long>(last_sequence),
                 static_cast<long long>(last_sequence), static_cast<long long>(events), gapped,
                 failed, unfinished, kSubmitted, kSubmitThreads, submit_s, kSubmitted / submit_s,
-                submit_failures.load(), listed, pages, health_calls.load(), health_failures.load(),
-                health_worst_us.load() / 1000.0, rss_before_mib, rss_peak_mib, watch_s);
+                submit_errors.count(), listed, pages, sampler.calls(), sampler.failures(),
+                sampler.worst_us() / 1000.0, rss_before_mib, rss_peak_mib, watch_s);
   std::printf("%s", figures);
   if (const char* out = std::getenv("ACCUMULUS_LOAD_RESULTS")) {
     std::ofstream(out) << "# Load: 1,000 watchers, 5,000 jobs (loopback)\n\n"
@@ -254,12 +334,13 @@ TEST(Load, AThousandWatchersAndFiveThousandSubmittedJobs) {
   }
 
   EXPECT_EQ(gapped, 0) << "every watcher sees every event once, in order";
-  EXPECT_EQ(failed, 0);
+  EXPECT_EQ(failed, 0) << "the first failed stream: " << watch_errors.first();
   EXPECT_EQ(unfinished, 0) << "every stream ends after the job's last event";
   EXPECT_TRUE(same_end) << "every watcher ends at the same last event";
-  EXPECT_EQ(submit_failures.load(), 0);
+  EXPECT_EQ(submit_errors.count(), 0) << "the first failed submit: " << submit_errors.first();
   EXPECT_EQ(listed, kSubmitted + 1);
-  EXPECT_EQ(health_failures.load(), 0) << "health answers throughout";
+  EXPECT_EQ(sampler.failures(), 0)
+      << "health answers throughout; the first failure: " << sampler.first_error();
   // Bounded, not a speed target: a controller that kept every message it
   // sent, or a copy per watcher, would pass a gigabyte.
   EXPECT_LT(rss_peak_mib - rss_before_mib, 512.0);
