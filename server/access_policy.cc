@@ -2,9 +2,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <iterator>
-#include <optional>
-
 namespace accumulus::server {
 namespace {
 
@@ -31,16 +28,6 @@ std::string What(Action action) {
   return "this call";
 }
 
-// The call's `authorization` header, if it sent exactly one (the
-// TokenAuthenticator has refused more than one already).
-std::optional<std::string_view> AuthorizationHeader(const grpc::ServerContextBase& context) {
-  const auto& metadata = context.client_metadata();
-  const auto [first, last] = metadata.equal_range(
-      grpc::string_ref(TokenTable::kHeader.data(), TokenTable::kHeader.size()));
-  if (first == last || std::next(first) != last) return std::nullopt;
-  return std::string_view(first->second.data(), first->second.size());
-}
-
 }  // namespace
 
 AccessPolicy::AccessPolicy(std::shared_ptr<const TokenTable> tokens,
@@ -52,15 +39,16 @@ AccessPolicy::AccessPolicy(std::shared_ptr<const TokenTable> tokens,
 StatusOr<Principal> AccessPolicy::Authorize(const grpc::ServerContextBase& context, Action action,
                                             std::string_view method) const {
   if (tokens_ == nullptr) return Principal{kAnonymous, Role::kAdmin};
-  const std::optional<std::string_view> header = AuthorizationHeader(context);
-  if (!header) {
+  // More than one header was refused before the service already.
+  const TokenTable::Headers headers = TokenTable::FindHeaders(context.client_metadata());
+  if (headers.count != 1) {
     unauthenticated_->Increment();
     spdlog::info("refused {} from {}: no bearer token", method, context.peer());
     return Status::Unauthenticated(
         "this controller requires a bearer token (the CLI: --token-file, ACCUMULUS_TOKEN_FILE "
         "or ACCUMULUS_TOKEN)");
   }
-  const StatusOr<TokenEntry> token = tokens_->Lookup(*header);
+  const StatusOr<TokenEntry> token = tokens_->Lookup(headers.first);
   if (!token.ok()) {
     // Refused before the service already, unless it came another way (a
     // plaintext port): counted once either way.

@@ -1,5 +1,7 @@
 #include "server/token_table.h"
 
+#include <iterator>
+
 namespace accumulus::server {
 namespace {
 
@@ -9,6 +11,15 @@ constexpr std::string_view kBearer = "Bearer ";
 
 TokenTable::TokenTable(const std::vector<TokenEntry>& tokens) {
   for (const TokenEntry& entry : tokens) by_hash_.emplace(entry.hash, entry);
+}
+
+TokenTable::Headers TokenTable::FindHeaders(
+    const std::multimap<grpc::string_ref, grpc::string_ref>& metadata) {
+  const auto [first, last] = metadata.equal_range(grpc::string_ref(kHeader.data(), kHeader.size()));
+  Headers headers;
+  headers.count = static_cast<size_t>(std::distance(first, last));
+  if (first != last) headers.first = std::string_view(first->second.data(), first->second.size());
+  return headers;
 }
 
 StatusOr<TokenEntry> TokenTable::Lookup(std::string_view header) const {

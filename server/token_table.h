@@ -5,6 +5,9 @@
 // from any thread without a lock.
 #pragma once
 
+#include <grpcpp/grpcpp.h>
+
+#include <map>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -20,6 +23,14 @@ class TokenTable {
   inline static constexpr std::string_view kHeader = "authorization";
 
   explicit TokenTable(const std::vector<TokenEntry>& tokens);
+
+  // A call's `authorization` headers: how many it sent, and the value of
+  // the first (empty when none).
+  struct Headers {
+    size_t count = 0;
+    std::string_view first;
+  };
+  static Headers FindHeaders(const std::multimap<grpc::string_ref, grpc::string_ref>& metadata);
 
   // The token of `header` ("Bearer <token>"); UNAUTHENTICATED, without
   // quoting it, when the header is malformed or the token unknown.
