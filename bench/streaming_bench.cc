@@ -125,14 +125,14 @@ Result ThroughController(int watchers, int64_t events, double rate = 0) {
   auto stream = link->Connect(&link_context);
   v1::WorkerMessage hello;
   hello.mutable_register_()->set_worker_id("bench-worker");
-  hello.mutable_register_()->add_devices()->set_kind("cpu");
+  hello.mutable_register_()->add_devices()->set_kind(v1::DEVICE_KIND_CPU);
   stream->Write(hello);
   v1::ControllerMessage reply;
   stream->Read(&reply);  // registered
 
   v1::SubmitJobRequest submit;
   v1::JobSpec* spec = submit.mutable_spec();
-  spec->mutable_model()->set_kind("mlp");
+  spec->mutable_model()->set_kind(v1::MODEL_KIND_MLP);
   spec->mutable_data()->set_samples(1000000);
   spec->mutable_data()->set_features(4);
   spec->set_micro_batch(1);

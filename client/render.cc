@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "client/terminal_text.h"
+#include "common/device_name.h"
+#include "common/enum_names.h"
 #include "common/job_attempts.h"
 
 namespace accumulus::client {
@@ -95,13 +97,13 @@ std::string ThreadsText(const v1::RuntimeInfo& r) {
   std::string out = "intra-op " + std::to_string(r.intra_op_threads()) + ", inter-op " +
                     std::to_string(r.inter_op_threads()) + ", BLAS " +
                     std::to_string(r.blas_threads());
-  if (r.threads_source() == "measured") {
+  if (r.threads_source() == v1::THREADS_SOURCE_MEASURED) {
     out += ", measured:";
     for (const auto& t : r.thread_trials()) {
       out += " " + std::to_string(t.intra_op_threads()) + "+" + std::to_string(t.blas_threads()) +
              " " + Format("%.0f", t.samples_per_second()) + "/s";
     }
-  } else if (r.threads_source() == "checkpoint") {
+  } else if (r.threads_source() == v1::THREADS_SOURCE_CHECKPOINT) {
     out += ", as measured before the checkpoint";
   }
   return out + " (" + r.blas() + ")";
@@ -162,6 +164,9 @@ std::string JobDetails(const v1::Job& j) {
   out << "job:          " << TerminalSafe(j.id())
       << (s.name().empty() ? "" : " (" + TerminalSafe(s.name()) + ")") << "\n"
       << "state:        " << StateName(j.state())
+      << (j.failure_class() == v1::FAILURE_CLASS_UNSPECIFIED
+              ? ""
+              : " (" + NameOf(j.failure_class()) + ")")
       << (j.reason().empty() ? "" : ": " + TerminalSafe(j.reason())) << "\n"
       << "owner:        " << (j.owner().empty() ? "-" : TerminalSafe(j.owner())) << "\n";
   if (!s.labels().empty()) {
@@ -177,11 +182,11 @@ std::string JobDetails(const v1::Job& j) {
   out << "worker:       " << (j.worker_id().empty() ? "-" : TerminalSafe(j.worker_id())) << "\n"
       << "batch:        global " << BatchSplit(j.batch()) << "\n"
       << "normalization:"
-      << " " << s.normalization() << "\n"
-      << "model:        " << s.model().kind() << "\n"
-      << "data:         " << s.data().kind() << " " << s.data().task() << ", " << s.data().samples()
-      << " samples\n"
-      << "optimizer:    " << s.optimizer().kind() << " lr " << s.optimizer().lr() << "\n"
+      << " " << NameOf(s.normalization()) << "\n"
+      << "model:        " << NameOf(s.model().kind()) << "\n"
+      << "data:         " << NameOf(s.data().kind()) << " " << NameOf(s.data().task()) << ", "
+      << s.data().samples() << " samples\n"
+      << "optimizer:    " << NameOf(s.optimizer().kind()) << " lr " << s.optimizer().lr() << "\n"
       << "steps:        " << j.steps_done() << "/" << j.steps_total() << "\n";
   if (!s.output().empty()) {
     out << "output:       " << TerminalSafe(s.output())
@@ -197,8 +202,12 @@ std::string JobDetails(const v1::Job& j) {
     out << "attempt:      " << j.attempt() << " of at most " << MaxAttempts(j) << "\n";
   }
   for (const auto& a : j.attempts()) {
-    out << "  attempt " << a.number() << " ended after step " << a.last_step() << ": "
-        << TerminalSafe(a.reason()) << (a.preempted() ? " (no restart spent)" : "") << "\n";
+    out << "  attempt " << a.number() << " ended after step " << a.last_step()
+        << (a.failure_class() == v1::FAILURE_CLASS_UNSPECIFIED
+                ? ""
+                : " (" + NameOf(a.failure_class()) + ")")
+        << ": " << TerminalSafe(a.reason())
+        << (a.failure_class() == v1::FAILURE_CLASS_PREEMPTED ? " (no restart spent)" : "") << "\n";
   }
   if (j.has_last_step()) {
     const v1::StepMetrics& m = j.last_step();
@@ -216,10 +225,8 @@ std::string WorkerTable(const v1::ListWorkersResponse& workers) {
     for (int i = 0; i < w.devices_size(); ++i) {
       const v1::Device& d = w.devices(i);
       const std::string job = i < w.device_jobs_size() ? w.device_jobs(i) : "";
-      rows.push_back({i == 0 ? TerminalSafe(w.id()) : "",
-                      TerminalSafe(d.kind()) + ":" + std::to_string(d.index()),
-                      std::to_string(d.cores()), HumanBytes(d.memory_bytes()),
-                      job.empty() ? "free" : TerminalSafe(job)});
+      rows.push_back({i == 0 ? TerminalSafe(w.id()) : "", DeviceName(d), std::to_string(d.cores()),
+                      HumanBytes(d.memory_bytes()), job.empty() ? "free" : TerminalSafe(job)});
     }
   }
   return AlignedTable(rows);
@@ -263,9 +270,9 @@ std::string EventLine(const v1::JobEvent& e) {
     return "plan  " + std::to_string(r.steps_total()) + " steps (" +
            std::to_string(r.steps_per_epoch()) + " in the first epoch of " +
            std::to_string(r.samples_per_epoch()) +
-           " samples, partial window: " + r.partial_window() + "), batch " + BatchText(r.batch()) +
-           (ramp.empty() ? "" : " (accumulation ramps " + ramp + ")") + ", lr " +
-           Format("%.4g", r.lr_first()) + " → " + Format("%.4g", r.lr_last()) + ", " +
+           " samples, partial window: " + NameOf(r.partial_window()) + "), batch " +
+           BatchText(r.batch()) + (ramp.empty() ? "" : " (accumulation ramps " + ramp + ")") +
+           ", lr " + Format("%.4g", r.lr_first()) + " → " + Format("%.4g", r.lr_last()) + ", " +
            std::to_string(r.parameters()) + " parameters\n" + "      rank " +
            std::to_string(r.rank()) + "/" + std::to_string(r.world_size()) + " on " +
            TerminalSafe(r.device()) + " (pid " + std::to_string(r.pid()) +

@@ -4,13 +4,13 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
-#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "common/batch_arithmetic.h"
+#include "common/enum_names.h"
 #include "common/user_text.h"
 #include "common/window_schedule.h"
 
@@ -59,14 +59,24 @@ std::string Real(double value) {
 
 std::string Int(int64_t value) { return std::to_string(value); }
 
-void OneOf(Violations* bad, const std::string& field, const std::string& value,
-           std::initializer_list<const char*> allowed) {
-  for (const char* a : allowed) {
-    if (value == a) return;
+// A closed set's field holds one of its values (after defaults: 0 is "not
+// given", a number the enum lacks comes from a client of another version or
+// from no client at all).
+template <typename Enum>
+void CheckNamed(Violations* bad, const std::string& field, Enum value) {
+  const google::protobuf::EnumDescriptor& type = EnumTypeOf<Enum>();
+  if (IsNamedEnumValue(type, value)) return;
+  if (value == 0) {
+    bad->Add(field, field + " is required (one of " + EnumValueNames(type) + ")");
+  } else {
+    bad->Add(field, field + " " + NameOf(value) + " is not one of " + EnumValueNames(type));
   }
-  std::string list;
-  for (const char* a : allowed) list += (list.empty() ? "\"" : ", \"") + std::string(a) + "\"";
-  bad->Add(field, field + " " + QuotedForError(value) + " is not one of " + list);
+}
+
+// `value` as an error quotes it: "adamw".
+template <typename Enum>
+std::string Quoted(Enum value) {
+  return "\"" + NameOf(value) + "\"";
 }
 
 void CheckPrintable(Violations* bad, const std::string& field, const std::string& text,
@@ -190,36 +200,37 @@ void CheckLimit(Violations* bad, const LimitedField& f, const v1::JobSpec& spec)
   }
 }
 
-// The data task each model kind trains on.
-const char* TaskOf(const std::string& model) {
-  if (model == "cnn") return "image_classification";
-  if (model == "charlm") return "language_modeling";
-  return nullptr;  // mlp: classification or regression; torchscript: any
+// The data task each model kind trains on; UNSPECIFIED for mlp
+// (classification or regression) and torchscript (any).
+v1::DataTask TaskOf(v1::ModelKind model) {
+  if (model == v1::MODEL_KIND_CNN) return v1::DATA_TASK_IMAGE_CLASSIFICATION;
+  if (model == v1::MODEL_KIND_CHARLM) return v1::DATA_TASK_LANGUAGE_MODELING;
+  return v1::DATA_TASK_UNSPECIFIED;
+}
+
+bool IsClassification(v1::DataTask task) {
+  return task == v1::DATA_TASK_CLASSIFICATION || task == v1::DATA_TASK_IMAGE_CLASSIFICATION;
 }
 
 void DefaultModel(v1::ModelSpec* model) {
-  if (model->norm().empty()) model->set_norm("batch");
+  if (model->norm() == v1::NORM_LAYER_UNSPECIFIED) model->set_norm(v1::NORM_LAYER_BATCH);
   if (model->d_model() == 0) model->set_d_model(128);
   if (model->heads() == 0) model->set_heads(4);
   if (model->layers() == 0) model->set_layers(2);
 }
 
 void CheckModel(Violations* bad, const v1::ModelSpec& model) {
-  if (model.kind().empty()) {
-    bad->Add("model.kind", "model.kind is required (\"mlp\", \"cnn\" or \"charlm\")");
-  } else {
-    OneOf(bad, "model.kind", model.kind(), {"mlp", "cnn", "charlm", "torchscript"});
-  }
-  if (model.kind() == "torchscript" && model.path().empty()) {
+  CheckNamed(bad, "model.kind", model.kind());
+  if (model.kind() == v1::MODEL_KIND_TORCHSCRIPT && model.path().empty()) {
     bad->Add("model.path", "model.path is required for model.kind \"torchscript\"");
   }
-  if (model.kind() == "torchscript" && model.activation_checkpointing()) {
+  if (model.kind() == v1::MODEL_KIND_TORCHSCRIPT && model.activation_checkpointing()) {
     bad->Add("model.activation_checkpointing",
              "model.activation_checkpointing is for the built-in models; a TorchScript module "
              "checkpoints inside its own forward (torch.utils.checkpoint before export)");
   }
-  if (!model.loss().empty()) OneOf(bad, "model.loss", model.loss(), {"cross_entropy", "mse"});
-  OneOf(bad, "model.norm", model.norm(), {"batch", "none"});
+  if (model.loss() != v1::LOSS_UNSPECIFIED) CheckNamed(bad, "model.loss", model.loss());
+  CheckNamed(bad, "model.norm", model.norm());
   if (!bad->AnyOf("model.d_model", "model.heads") && model.d_model() % model.heads() != 0) {
     bad->Add("model.heads", "model.d_model " + Int(model.d_model()) +
                                 " is not divisible by model.heads " + Int(model.heads()));
@@ -240,18 +251,24 @@ void CheckModel(Violations* bad, const v1::ModelSpec& model) {
 }
 
 void DefaultData(v1::DataSpec* data, const v1::ModelSpec& model, uint64_t job_seed) {
-  if (data->kind().empty()) data->set_kind("synthetic");
-  if (data->token_dtype().empty()) data->set_token_dtype("uint8");
-  if (data->token_layout().empty()) data->set_token_layout("documents");
-  if (data->kind() == "tokens" && data->task().empty()) data->set_task("language_modeling");
-  if (data->task().empty()) {
-    data->set_task(TaskOf(model.kind()) ? TaskOf(model.kind()) : "classification");
+  if (data->kind() == v1::DATA_KIND_UNSPECIFIED) data->set_kind(v1::DATA_KIND_SYNTHETIC);
+  if (data->token_dtype() == v1::TOKEN_DTYPE_UNSPECIFIED) {
+    data->set_token_dtype(v1::TOKEN_DTYPE_UINT8);
   }
-  const bool classification =
-      data->task() == "classification" || data->task() == "image_classification";
+  if (data->token_layout() == v1::TOKEN_LAYOUT_UNSPECIFIED) {
+    data->set_token_layout(v1::TOKEN_LAYOUT_DOCUMENTS);
+  }
+  if (data->kind() == v1::DATA_KIND_TOKENS && data->task() == v1::DATA_TASK_UNSPECIFIED) {
+    data->set_task(v1::DATA_TASK_LANGUAGE_MODELING);
+  }
+  if (data->task() == v1::DATA_TASK_UNSPECIFIED) {
+    const v1::DataTask task = TaskOf(model.kind());
+    data->set_task(task != v1::DATA_TASK_UNSPECIFIED ? task : v1::DATA_TASK_CLASSIFICATION);
+  }
+  const bool classification = IsClassification(data->task());
   // A file's classes are its labels' unless the spec declares them (then a
   // label outside them is an error, with the file and line).
-  const bool from_file = data->kind() != "synthetic";
+  const bool from_file = data->kind() != v1::DATA_KIND_SYNTHETIC;
   if (data->outputs() == 0 && !(classification && from_file)) {
     data->set_outputs(classification ? 10 : 1);
   }
@@ -266,34 +283,34 @@ void DefaultData(v1::DataSpec* data, const v1::ModelSpec& model, uint64_t job_se
 }
 
 void CheckData(Violations* bad, const v1::DataSpec& data, const v1::ModelSpec& model) {
-  const bool synthetic = data.kind() == "synthetic";
-  const std::string& task = data.task();
-  OneOf(bad, "data.kind", data.kind(), {"synthetic", "csv", "idx", "tokens"});
-  OneOf(bad, "data.task", task,
-        {"classification", "regression", "image_classification", "language_modeling"});
-  OneOf(bad, "data.token_dtype", data.token_dtype(), {"uint8", "uint16"});
-  OneOf(bad, "data.token_layout", data.token_layout(), {"documents", "blocks"});
+  const bool synthetic = data.kind() == v1::DATA_KIND_SYNTHETIC;
+  const v1::DataTask task = data.task();
+  CheckNamed(bad, "data.kind", data.kind());
+  CheckNamed(bad, "data.task", task);
+  CheckNamed(bad, "data.token_dtype", data.token_dtype());
+  CheckNamed(bad, "data.token_layout", data.token_layout());
   if (synthetic && !bad->Any("data.samples") && data.samples() == 0) {
     bad->Add("data.samples", "data.samples 0 must be a positive number for synthetic data");
   }
-  const char* model_task = TaskOf(model.kind());
+  const v1::DataTask model_task = TaskOf(model.kind());
+  const bool mlp_task = task == v1::DATA_TASK_CLASSIFICATION || task == v1::DATA_TASK_REGRESSION;
   if (!bad->AnyOf("model.kind", "data.task") &&
-      ((model_task != nullptr && task != model_task) ||
-       (model.kind() == "mlp" && task != "classification" && task != "regression"))) {
-    bad->Add("data.task", "model.kind \"" + model.kind() + "\" cannot train on data.task \"" +
-                              task + "\" (it takes " +
-                              (model_task ? std::string("\"") + model_task + "\""
-                                          : "\"classification\" or \"regression\"") +
+      ((model_task != v1::DATA_TASK_UNSPECIFIED && task != model_task) ||
+       (model.kind() == v1::MODEL_KIND_MLP && !mlp_task))) {
+    bad->Add("data.task", "model.kind " + Quoted(model.kind()) + " cannot train on data.task " +
+                              Quoted(task) + " (it takes " +
+                              (model_task != v1::DATA_TASK_UNSPECIFIED
+                                   ? Quoted(model_task)
+                                   : "\"classification\" or \"regression\"") +
                               ")");
   }
   if (!synthetic && !bad->Any("data.kind") && data.path().empty()) {
-    bad->Add("data.path", "data.path is required for data.kind \"" + data.kind() + "\"");
+    bad->Add("data.path", "data.path is required for data.kind " + Quoted(data.kind()));
   }
-  if (data.kind() == "idx" && data.labels_path().empty()) {
+  if (data.kind() == v1::DATA_KIND_IDX && data.labels_path().empty()) {
     bad->Add("data.labels_path", "data.labels_path is required for data.kind \"idx\"");
   }
-  if (synthetic && (task == "classification" || task == "regression") &&
-      !bad->Any("data.features") && data.features() == 0) {
+  if (synthetic && mlp_task && !bad->Any("data.features") && data.features() == 0) {
     bad->Add("data.features", "data.features 0 must be a positive number");
   }
   if (!bad->AnyOf("data.sequence_length", "data.min_sequence_length") &&
@@ -302,13 +319,13 @@ void CheckData(Violations* bad, const v1::DataSpec& data, const v1::ModelSpec& m
              "data.min_sequence_length " + Int(data.min_sequence_length()) +
                  " exceeds data.sequence_length " + Int(data.sequence_length()));
   }
-  const bool classification = task == "classification" || task == "image_classification";
-  if (classification && !bad->Any("data.outputs") && data.outputs() < 2 &&
+  if (IsClassification(task) && !bad->Any("data.outputs") && data.outputs() < 2 &&
       !(data.outputs() == 0 && !synthetic)) {
     bad->Add("data.outputs", "data.outputs " + Int(data.outputs()) +
                                  " must be at least 2 classes for classification");
   }
-  if (data.token_dtype() == "uint8" && !bad->Any("data.separator") && data.separator() > 255) {
+  if (data.token_dtype() == v1::TOKEN_DTYPE_UINT8 && !bad->Any("data.separator") &&
+      data.separator() > 255) {
     bad->Add("data.separator", "data.separator " + Int(data.separator()) +
                                    " is not a uint8 token id (0 to 255; data.token_dtype "
                                    "\"uint16\" has 0 to 65535)");
@@ -317,8 +334,8 @@ void CheckData(Violations* bad, const v1::DataSpec& data, const v1::ModelSpec& m
 }
 
 void DefaultOptimizer(v1::OptimizerSpec* opt) {
-  if (opt->kind().empty()) opt->set_kind("sgd");
-  if (opt->kind() == "adamw") {
+  if (opt->kind() == v1::OPTIMIZER_KIND_UNSPECIFIED) opt->set_kind(v1::OPTIMIZER_KIND_SGD);
+  if (opt->kind() == v1::OPTIMIZER_KIND_ADAMW) {
     if (opt->beta1() == 0) opt->set_beta1(0.9);
     if (opt->beta2() == 0) opt->set_beta2(0.999);
     if (opt->eps() == 0) opt->set_eps(1e-8);
@@ -326,15 +343,15 @@ void DefaultOptimizer(v1::OptimizerSpec* opt) {
 }
 
 void CheckOptimizer(Violations* bad, const v1::OptimizerSpec& opt) {
-  OneOf(bad, "optimizer.kind", opt.kind(), {"sgd", "adamw"});
+  CheckNamed(bad, "optimizer.kind", opt.kind());
   if (opt.nesterov() && opt.momentum() == 0) {
     bad->Add("optimizer.nesterov", "optimizer.nesterov needs optimizer.momentum > 0");
   }
-  if (!bad->Any("optimizer.kind") && opt.kind() != "sgd" &&
+  if (!bad->Any("optimizer.kind") && opt.kind() != v1::OPTIMIZER_KIND_SGD &&
       (opt.momentum() != 0 || opt.nesterov())) {
     bad->Add("optimizer.momentum",
              "optimizer.momentum and optimizer.nesterov apply to \"sgd\" only, not " +
-                 QuotedForError(opt.kind()));
+                 Quoted(opt.kind()));
   }
 }
 
@@ -410,16 +427,17 @@ void CheckCombinations(Violations* bad, const v1::JobSpec& spec) {
              "devices {min, max} and nominal_batch do not combine: the nominal ramp is planned "
              "for one device count");
   }
-  if (spec.precision() == "fp16" && spec.loss_scaling() != "dynamic" && !bad->Any("loss_scaling")) {
-    bad->Add("loss_scaling", "precision \"fp16\" needs loss_scaling \"dynamic\" (got \"" +
-                                 spec.loss_scaling() + "\")");
+  if (spec.precision() == v1::PRECISION_FP16 && spec.loss_scaling() != v1::LOSS_SCALING_DYNAMIC &&
+      !bad->Any("loss_scaling")) {
+    bad->Add("loss_scaling", "precision \"fp16\" needs loss_scaling \"dynamic\" (got " +
+                                 Quoted(spec.loss_scaling()) + ")");
   }
   if (spec.checkpoint().dir().empty() &&
       (spec.checkpoint().every_steps() != 0 || spec.checkpoint().keep() != 0)) {
     bad->Add("checkpoint.dir", "checkpoint.every_steps " + Int(spec.checkpoint().every_steps()) +
                                    " needs checkpoint.dir (where to write them)");
   }
-  if (spec.lr_scaling() == "linear" && spec.base_batch() == 0) {
+  if (spec.lr_scaling() == v1::LR_SCALING_LINEAR && spec.base_batch() == 0) {
     bad->Add("base_batch", "lr_scaling \"linear\" needs base_batch (the batch lr was tuned for)");
   }
   if (spec.nominal_batch() > 0 &&
@@ -466,13 +484,20 @@ StatusOr<v1::JobSpec> NormalizeJobSpec(const v1::JobSpec& input) {
   }
   v1::JobSpec spec = input;
   if (spec.devices() == 0) spec.set_devices(1);
-  if (spec.normalization().empty()) spec.set_normalization("exact");
-  if (spec.partial_window().empty()) spec.set_partial_window("normalize");
-  if (spec.lr_schedule().kind().empty()) spec.mutable_lr_schedule()->set_kind("constant");
-  if (spec.lr_scaling().empty()) spec.set_lr_scaling("none");
-  if (spec.precision().empty()) spec.set_precision("fp32");
-  if (spec.loss_scaling().empty()) {
-    spec.set_loss_scaling(spec.precision() == "fp16" ? "dynamic" : "none");
+  if (spec.normalization() == v1::NORMALIZATION_UNSPECIFIED) {
+    spec.set_normalization(v1::NORMALIZATION_EXACT);
+  }
+  if (spec.partial_window() == v1::PARTIAL_WINDOW_UNSPECIFIED) {
+    spec.set_partial_window(v1::PARTIAL_WINDOW_NORMALIZE);
+  }
+  if (spec.lr_schedule().kind() == v1::LR_SCHEDULE_KIND_UNSPECIFIED) {
+    spec.mutable_lr_schedule()->set_kind(v1::LR_SCHEDULE_KIND_CONSTANT);
+  }
+  if (spec.lr_scaling() == v1::LR_SCALING_UNSPECIFIED) spec.set_lr_scaling(v1::LR_SCALING_NONE);
+  if (spec.precision() == v1::PRECISION_UNSPECIFIED) spec.set_precision(v1::PRECISION_FP32);
+  if (spec.loss_scaling() == v1::LOSS_SCALING_UNSPECIFIED) {
+    spec.set_loss_scaling(spec.precision() == v1::PRECISION_FP16 ? v1::LOSS_SCALING_DYNAMIC
+                                                                 : v1::LOSS_SCALING_NONE);
   }
   DefaultModel(spec.mutable_model());
   DefaultData(spec.mutable_data(), spec.model(), spec.seed());
@@ -483,12 +508,12 @@ StatusOr<v1::JobSpec> NormalizeJobSpec(const v1::JobSpec& input) {
   CheckModel(&bad, spec.model());
   CheckData(&bad, spec.data(), spec.model());
   CheckOptimizer(&bad, spec.optimizer());
-  OneOf(&bad, "normalization", spec.normalization(), {"exact", "per_microbatch_mean"});
-  OneOf(&bad, "partial_window", spec.partial_window(), {"normalize", "drop", "carry"});
-  OneOf(&bad, "lr_schedule.kind", spec.lr_schedule().kind(), {"constant", "cosine", "linear"});
-  OneOf(&bad, "lr_scaling", spec.lr_scaling(), {"none", "linear"});
-  OneOf(&bad, "precision", spec.precision(), {"fp32", "bf16", "fp16"});
-  OneOf(&bad, "loss_scaling", spec.loss_scaling(), {"none", "dynamic"});
+  CheckNamed(&bad, "normalization", spec.normalization());
+  CheckNamed(&bad, "partial_window", spec.partial_window());
+  CheckNamed(&bad, "lr_schedule.kind", spec.lr_schedule().kind());
+  CheckNamed(&bad, "lr_scaling", spec.lr_scaling());
+  CheckNamed(&bad, "precision", spec.precision());
+  CheckNamed(&bad, "loss_scaling", spec.loss_scaling());
   CheckPaths(&bad, spec);
   CheckLabels(&bad, spec);
   CheckCombinations(&bad, spec);
@@ -503,8 +528,9 @@ StatusOr<v1::JobSpec> NormalizeJobSpec(const v1::JobSpec& input) {
                                   " (micro_batch × accumulation_steps × devices) exceeds the "
                                   "limit " +
                                   Int(static_cast<int64_t>(kKi * kMi)));
-    } else if (spec.partial_window() == "drop" && spec.data().kind() == "synthetic" &&
-               !bad.Any("data.samples") && batch->global_batch() > spec.data().samples()) {
+    } else if (spec.partial_window() == v1::PARTIAL_WINDOW_DROP &&
+               spec.data().kind() == v1::DATA_KIND_SYNTHETIC && !bad.Any("data.samples") &&
+               batch->global_batch() > spec.data().samples()) {
       bad.Add("partial_window", "partial_window \"drop\" with global_batch " +
                                     Int(batch->global_batch()) + " larger than data.samples " +
                                     Int(spec.data().samples()) + ": every window would be dropped");
@@ -583,9 +609,9 @@ WindowScheduleConfig ScheduleOf(const v1::JobSpec& spec, const v1::BatchPlan& ba
   config.accumulation_steps = open_split ? 1 : batch.accumulation_steps();
   config.nominal_batch = spec.nominal_batch();
   config.warmup_steps = spec.lr_schedule().warmup_steps();
-  config.policy = spec.partial_window() == "drop"    ? PartialWindow::kDrop
-                  : spec.partial_window() == "carry" ? PartialWindow::kCarry
-                                                     : PartialWindow::kNormalize;
+  config.policy = spec.partial_window() == v1::PARTIAL_WINDOW_DROP    ? PartialWindow::kDrop
+                  : spec.partial_window() == v1::PARTIAL_WINDOW_CARRY ? PartialWindow::kCarry
+                                                                      : PartialWindow::kNormalize;
   config.epochs = spec.epochs();
   config.max_steps = spec.max_steps();
   return config;

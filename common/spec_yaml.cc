@@ -9,7 +9,11 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
+
+#include "common/enum_names.h"
+#include "common/user_text.h"
 
 namespace accumulus {
 namespace {
@@ -72,14 +76,18 @@ bool IsNonFiniteWord(std::string s) {
 
 // YAML → JSON, so protobuf's JSON parser does the typing and names unknown
 // fields. A plain (unquoted) scalar that reads as a number or a boolean stays
-// one; a quoted scalar is always a string. What JSON cannot say, or the
-// reader must not do, is refused here in the spec's terms: the file, the
-// line, the field's path and the value as written.
+// one; a quoted scalar is always a string; a closed set's value is its
+// lowercase name (enum_names.h), whatever the quoting. What JSON cannot say,
+// or the reader must not do, is refused here in the spec's terms: the file,
+// the line, the field's path and the value as written.
 class YamlToJson {
  public:
   explicit YamlToJson(const std::string& source) : source_(source) {}
 
-  Status Convert(const YAML::Node& node, const std::string& path, int depth, std::string* out) {
+  // `type`: the message whose fields a mapping at `node` names (null where
+  // no message is known: protobuf's parser names what is wrong there).
+  Status Convert(const YAML::Node& node, const std::string& path, int depth,
+                 const google::protobuf::Descriptor* type, std::string* out) {
     if (++values_ > kMaxValues) {
       return Error(node, "the spec stands for more than " + std::to_string(kMaxValues) +
                              " values (YAML aliases expanding?)");
@@ -100,13 +108,13 @@ class YamlToJson {
         for (size_t i = 0; i < node.size(); ++i) {
           if (i) *out += ",";
           const std::string item = path + "[" + std::to_string(i + 1) + "]";
-          if (Status s = Convert(node[i], item, depth + 1, out); !s.ok()) return s;
+          if (Status s = Convert(node[i], item, depth + 1, type, out); !s.ok()) return s;
         }
         *out += "]";
         return Status::Ok();
       }
       case YAML::NodeType::Map:
-        return Map(node, path, depth, out);
+        return Map(node, path, depth, type, out);
     }
     return Status::Ok();
   }
@@ -144,7 +152,25 @@ class YamlToJson {
     return Status::Ok();
   }
 
-  Status Map(const YAML::Node& node, const std::string& path, int depth, std::string* out) {
+  // A closed set's value: one of its names, as the JSON parser spells it.
+  Status EnumValue(const YAML::Node& node, const std::string& path,
+                   const google::protobuf::EnumDescriptor& type, std::string* out) {
+    if (node.IsNull()) {
+      *out += "null";
+      return Status::Ok();
+    }
+    const std::optional<int> number =
+        node.IsScalar() ? EnumValueByName(type, node.Scalar()) : std::nullopt;
+    if (!number) {
+      const std::string value = node.IsScalar() ? QuotedForError(node.Scalar()) : "(not a name)";
+      return Error(node, "unknown " + path + " " + value + "; one of " + EnumValueNames(type));
+    }
+    *out += JsonString(type.FindValueByNumber(*number)->name());
+    return Status::Ok();
+  }
+
+  Status Map(const YAML::Node& node, const std::string& path, int depth,
+             const google::protobuf::Descriptor* type, std::string* out) {
     *out += "{";
     std::map<std::string, int> lines;  // key → line it first appeared on
     for (const auto& entry : node) {
@@ -163,7 +189,15 @@ class YamlToJson {
       }
       if (lines.size() > 1) *out += ",";
       *out += JsonString(key) + ":";
-      if (Status s = Convert(entry.second, field, depth + 1, out); !s.ok()) return s;
+      const google::protobuf::FieldDescriptor* f = type ? type->FindFieldByName(key) : nullptr;
+      Status s;
+      if (f != nullptr && f->enum_type() != nullptr) {
+        s = EnumValue(entry.second, field, *f->enum_type(), out);
+      } else {
+        const bool message = f != nullptr && f->message_type() != nullptr && !f->is_map();
+        s = Convert(entry.second, field, depth + 1, message ? f->message_type() : nullptr, out);
+      }
+      if (!s.ok()) return s;
     }
     *out += "}";
     return Status::Ok();
@@ -217,7 +251,10 @@ StatusOr<v1::JobSpec> ParseJobSpecYaml(const std::string& yaml, const std::strin
     root["min_devices"] = min;
   }
   std::string json;
-  if (Status s = YamlToJson(source).Convert(root, "", 0, &json); !s.ok()) return s;
+  if (Status s = YamlToJson(source).Convert(root, "", 0, v1::JobSpec::descriptor(), &json);
+      !s.ok()) {
+    return s;
+  }
   v1::JobSpec spec;
   google::protobuf::util::JsonParseOptions options;
   options.ignore_unknown_fields = false;

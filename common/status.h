@@ -42,6 +42,19 @@ struct FieldViolation {
   }
 };
 
+// What a failure was about, where its code alone does not say (an
+// INVALID_ARGUMENT may be the spec's or a data file's): set where the error
+// arises, read where a job's failure is classed for programs
+// (v1::FailureClass, worker/trainer/trainer_exit.h).
+enum class Fault {
+  kUnclassified,
+  kSpec,     // the spec asks for what cannot run (a model that does not load)
+  kData,     // a data file is missing, malformed or disagrees with the spec
+  kMemory,   // out of memory at micro_batch 1
+  kStorage,  // a checkpoint or the output cannot be written or read
+  kPeers,    // another rank or a collective failed
+};
+
 // The outcome of an operation: OK, or a code and a message for a human that
 // names what was wrong (the field, the value, the file). An invalid request
 // may carry every one of its field violations (the message then lists all
@@ -84,6 +97,7 @@ class [[nodiscard]] Status {
   StatusCode code() const { return code_; }
   const std::string& message() const { return message_; }
   const std::vector<FieldViolation>& field_violations() const { return field_violations_; }
+  Fault fault() const { return fault_; }
 
   // "INVALID_ARGUMENT: message", or "OK".
   std::string ToString() const;
@@ -96,10 +110,18 @@ class [[nodiscard]] Status {
     return out;
   }
 
+  // Returns a copy that says what the failure was about.
+  Status WithFault(Fault fault) const {
+    Status out = *this;
+    if (!ok()) out.fault_ = fault;
+    return out;
+  }
+
  private:
   StatusCode code_ = StatusCode::kOk;
   std::string message_;
   std::vector<FieldViolation> field_violations_;
+  Fault fault_ = Fault::kUnclassified;
 };
 
 const char* StatusCodeName(StatusCode code);

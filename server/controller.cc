@@ -171,8 +171,8 @@ void Controller::Shutdown(std::chrono::milliseconds deadline) {
   // controller, which takes up the jobs as after a crash.
   jobs_->BeginShutdown();
   worker_link_service_->CloseAllLinks("the controller is shutting down");
-  // In-flight calls finish; watch streams are cancelled at the deadline
-  // (the CLI's watch reconnects and resumes after its last event).
+  // In-flight calls finish; the watch streams have ended (BeginShutdown),
+  // and the CLI's watch reconnects and resumes after its last event.
   server_->Shutdown(std::chrono::system_clock::now() + deadline);
   server_->Wait();
   if (health_server_) {

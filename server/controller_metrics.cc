@@ -28,6 +28,10 @@ ControllerMetrics::ControllerMetrics(metrics::Registry* r)
                                      "(unauthenticated), or a role or job not the caller's "
                                      "(permission_denied).",
                                      {"code"})),
+      attempts_failed(r->AddCounter("accumulus_attempts_failed_total",
+                                    "Attempts that ended without succeeding, by failure class "
+                                    "(a failed, cancelled or restarted job's attempt).",
+                                    {"failure_class"})),
       job_steps(r->AddCounter("accumulus_job_steps_total", "Optimizer steps taken.", {"job_id"})),
       job_loss(r->AddGauge("accumulus_job_loss", "Mean loss of the latest window.", {"job_id"})),
       job_samples_per_second(r->AddGauge("accumulus_job_samples_per_second",

@@ -20,6 +20,9 @@ struct ControllerMetrics {
   metrics::Gauge* watchers;
   // Client API calls refused (label code: unauthenticated, permission_denied).
   metrics::Family<metrics::Counter>* requests_refused;
+  // Attempts that ended without succeeding (label failure_class: bad_spec,
+  // out_of_memory, worker_lost, ...; job.proto's FailureClass).
+  metrics::Family<metrics::Counter>* attempts_failed;
   // Per running job (label job_id: Prometheus reserves `job` for the scrape
   // target); removed when the job ends.
   metrics::Family<metrics::Counter>* job_steps;

@@ -52,6 +52,19 @@ bool EventLog::closed() const {
   return closed_;
 }
 
+void EventLog::EndStreams() {
+  {
+    MutexLock lock(&mutex_);
+    streams_ended_ = true;
+  }
+  Notify();
+}
+
+bool EventLog::streams_ended() const {
+  MutexLock lock(&mutex_);
+  return streams_ended_;
+}
+
 void EventLog::Subscribe(std::shared_ptr<Listener> listener) {
   MutexLock lock(&mutex_);
   listeners_.push_back(std::move(listener));

@@ -46,6 +46,12 @@ class EventLog {
   // True once the final event was appended.
   bool closed() const;
 
+  // The controller is stopping: each stream ends once it has sent what is
+  // recorded, and a stream that starts now ends at once (the watcher
+  // continues after its last event at the next controller). Notifies.
+  void EndStreams();
+  bool streams_ended() const;
+
   void Subscribe(std::shared_ptr<Listener> listener);
   void Unsubscribe(const Listener* listener);
 
@@ -54,6 +60,7 @@ class EventLog {
   mutable Mutex mutex_;
   std::vector<v1::JobEvent> events_ GUARDED_BY(mutex_);  // events_[i].sequence() == i + 1
   bool closed_ GUARDED_BY(mutex_) = false;
+  bool streams_ended_ GUARDED_BY(mutex_) = false;
   std::vector<std::shared_ptr<Listener>> listeners_ GUARDED_BY(mutex_);
 };
 

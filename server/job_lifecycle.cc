@@ -107,6 +107,13 @@ std::vector<v1::Job> JobLifecycle::List() const {
   return out;
 }
 
+std::vector<std::shared_ptr<EventLog>> JobLifecycle::Logs() const {
+  std::vector<std::shared_ptr<EventLog>> out;
+  out.reserve(jobs_.size());
+  for (const auto& [id, record] : jobs_) out.push_back(record.log);
+  return out;
+}
+
 v1::ListJobsResponse JobLifecycle::ListPage(const ListQuery& query) const {
   v1::ListJobsResponse page;
   auto it = query.has_after ? order_.upper_bound(query.after) : order_.begin();
@@ -132,9 +139,10 @@ StatusOr<v1::Job> JobLifecycle::Cancel(const std::string& job_id, const std::str
   }
   if (state == v1::JOB_STATE_QUEUED) {
     queue_.erase(std::remove(queue_.begin(), queue_.end(), job_id), queue_.end());
-    SetState(record, v1::JOB_STATE_CANCELLED, why);
+    SetState(record, v1::JOB_STATE_CANCELLED, why, v1::FAILURE_CLASS_CANCELLED);
+    CountFailedAttempt(record, v1::FAILURE_CLASS_CANCELLED);
   } else if (state != v1::JOB_STATE_CANCELLING) {
-    SetState(record, v1::JOB_STATE_CANCELLING, why);
+    SetState(record, v1::JOB_STATE_CANCELLING, why, v1::FAILURE_CLASS_CANCELLED);
     SendCancel(*record, why);
   }
   return record->job;
@@ -149,7 +157,7 @@ StatusOr<v1::Job> JobLifecycle::Resume(const std::string& job_id) {
                                       ": only a cancelled or failed job can be resumed");
   }
   finished_.erase(std::remove(finished_.begin(), finished_.end(), job_id), finished_.end());
-  RecordAttempt(&job, StateLabel(job.state()) + ": " + job.reason(), /*preempted=*/false,
+  RecordAttempt(&job, StateLabel(job.state()) + ": " + job.reason(), job.failure_class(),
                 job.finished_at());
   NextAttempt(&job);
   job.clear_finished_at();
@@ -160,14 +168,21 @@ StatusOr<v1::Job> JobLifecycle::Resume(const std::string& job_id) {
   return job;
 }
 
-void JobLifecycle::RecordAttempt(v1::Job* job, const std::string& reason, bool preempted,
+void JobLifecycle::RecordAttempt(v1::Job* job, const std::string& reason,
+                                 v1::FailureClass failure_class,
                                  const google::protobuf::Timestamp& ended_at) {
   v1::Attempt* ended = job->add_attempts();
   ended->set_number(job->attempt());
   *ended->mutable_ended_at() = ended_at;
   ended->set_reason(reason);
   ended->set_last_step(job->steps_done());
-  ended->set_preempted(preempted);
+  ended->set_failure_class(failure_class);
+}
+
+void JobLifecycle::CountFailedAttempt(JobRecord* record, v1::FailureClass failure_class) {
+  if (record->failure_counted_attempt == record->job.attempt()) return;
+  record->failure_counted_attempt = record->job.attempt();
+  metrics_->AttemptFailed(failure_class);
 }
 
 void JobLifecycle::NextAttempt(v1::Job* job) {
@@ -177,11 +192,15 @@ void JobLifecycle::NextAttempt(v1::Job* job) {
   job->clear_worker_id();
 }
 
-void JobLifecycle::SetState(JobRecord* record, v1::JobState state, const std::string& reason) {
+void JobLifecycle::SetState(JobRecord* record, v1::JobState state, const std::string& reason,
+                            v1::FailureClass failure_class) {
   v1::Job& job = record->job;
   const v1::JobState from = job.state();
   job.set_state(state);
   job.set_reason(reason);
+  const bool ended_badly = state == v1::JOB_STATE_FAILED || state == v1::JOB_STATE_CANCELLED ||
+                           state == v1::JOB_STATE_CANCELLING || state == v1::JOB_STATE_RESTARTING;
+  job.set_failure_class(ended_badly ? failure_class : v1::FAILURE_CLASS_UNSPECIFIED);
   const bool terminal = IsTerminal(state);
   if (terminal) {
     finished_.push_back(job.id());
@@ -194,33 +213,39 @@ void JobLifecycle::SetState(JobRecord* record, v1::JobState state, const std::st
 }
 
 void JobLifecycle::EndEarly(JobRecord* record, v1::JobState state, const std::string& reason,
-                            Retry retry) {
+                            v1::FailureClass failure_class, bool permanent) {
   v1::Job& job = record->job;
   if (IsTerminal(job.state()) || job.state() == v1::JOB_STATE_RESTARTING) return;
   const bool cancelling = job.state() == v1::JOB_STATE_CANCELLING;
   // The other ranks cannot finish without this one.
   SendCancel(*record, "another rank of the job ended: " + reason);
   reports_->DropPending(job.id());
-  if (!cancelling && state == v1::JOB_STATE_FAILED && retry == Retry::kFree) {
-    RecordAttempt(&job, reason, /*preempted=*/true, Now());
+  CountFailedAttempt(record, cancelling ? v1::FAILURE_CLASS_CANCELLED : failure_class);
+  const bool failed = !cancelling && state == v1::JOB_STATE_FAILED && !permanent;
+  if (failed && failure_class == v1::FAILURE_CLASS_PREEMPTED) {
+    RecordAttempt(&job, reason, failure_class, Now());
     SetState(record, v1::JOB_STATE_RESTARTING,
              "attempt " + std::to_string(job.attempt()) + " stopped (" + reason +
-                 "); it moves to another worker, spending no restart");
+                 "); it moves to another worker, spending no restart",
+             failure_class);
     return;
   }
   const int32_t restarts_used = RestartsUsed(job);
-  if (!cancelling && state == v1::JOB_STATE_FAILED && retry == Retry::kAllowed &&
-      restarts_used < job.spec().max_restarts()) {
-    RecordAttempt(&job, reason, /*preempted=*/false, Now());
+  if (failed && restarts_used < job.spec().max_restarts()) {
+    RecordAttempt(&job, reason, failure_class, Now());
     metrics_->Restarted();
     SetState(record, v1::JOB_STATE_RESTARTING,
              "attempt " + std::to_string(job.attempt()) + " failed (" + reason + "); restart " +
                  std::to_string(restarts_used + 1) + " of " +
-                 std::to_string(job.spec().max_restarts()));
+                 std::to_string(job.spec().max_restarts()),
+             failure_class);
     return;
   }
-  SetState(record, cancelling ? v1::JOB_STATE_CANCELLED : state,
-           cancelling ? job.reason() : reason);
+  if (cancelling) {
+    SetState(record, v1::JOB_STATE_CANCELLED, job.reason(), v1::FAILURE_CLASS_CANCELLED);
+  } else {
+    SetState(record, state, reason, failure_class);
+  }
 }
 
 void JobLifecycle::RequeueIfStopped(JobRecord* record) {
@@ -247,7 +272,7 @@ void JobLifecycle::LeaveWorker(JobRecord* record, const std::string& worker_id) 
 void JobLifecycle::LoseRanks(JobRecord* record, const std::string& worker_id,
                              const std::string& reason) {
   LeaveWorker(record, worker_id);
-  EndEarly(record, v1::JOB_STATE_FAILED, reason, Retry::kAllowed);
+  EndEarly(record, v1::JOB_STATE_FAILED, reason, v1::FAILURE_CLASS_WORKER_LOST);
   RequeueIfStopped(record);
 }
 
@@ -264,7 +289,7 @@ void JobLifecycle::RankStatus(const std::string& worker_id, const v1::Assignment
   if (WorkerRegistry::Worker* worker = workers_->Find(worker_id);
       worker != nullptr && IsTerminal(status.state())) {
     worker->draining.erase(status.job_id());
-    if (status.preempted()) worker->shutting_down = true;
+    if (status.failure_class() == v1::FAILURE_CLASS_PREEMPTED) worker->shutting_down = true;
   }
   JobRecord* record = Find(status.job_id());
   if (record != nullptr && status.attempt() > 0 && status.attempt() != record->job.attempt()) {
@@ -290,10 +315,8 @@ void JobLifecycle::RankStatus(const std::string& worker_id, const v1::Assignment
     // A cancel request keeps its own reason when the ranks stopped for it.
     const bool cancelled =
         current == v1::JOB_STATE_CANCELLING && status.state() == v1::JOB_STATE_CANCELLED;
-    const Retry retry = status.permanent()   ? Retry::kNever
-                        : status.preempted() ? Retry::kFree
-                                             : Retry::kAllowed;
-    EndEarly(record, status.state(), cancelled ? record->job.reason() : status.reason(), retry);
+    EndEarly(record, status.state(), cancelled ? record->job.reason() : status.reason(),
+             status.failure_class(), status.permanent());
     RequeueIfStopped(record);
   } else if (record->slots.empty() && !IsTerminal(record->job.state())) {
     // Every rank finished (even if a cancel arrived too late to matter).

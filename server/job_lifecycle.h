@@ -54,6 +54,8 @@ class JobLifecycle {
   std::map<std::string, JobRecord>& jobs() { return jobs_; }
   // In submission order.
   std::vector<v1::Job> List() const;
+  // Every job's event log.
+  std::vector<std::shared_ptr<EventLog>> Logs() const;
   // One page of the jobs that match `query`, in submission order, and the
   // token of the next page if there may be more. Looks at no more than
   // kMaxJobsScannedPerPage jobs.
@@ -65,18 +67,18 @@ class JobLifecycle {
   StatusOr<v1::Job> Cancel(const std::string& job_id, const std::string& reason);
   StatusOr<v1::Job> Resume(const std::string& job_id);
 
-  void SetState(JobRecord* record, v1::JobState state, const std::string& reason);
-  // How an attempt that ended early may go on.
-  enum class Retry {
-    kAllowed,  // restarts if the job has max_restarts left
-    kNever,    // retrying would fail the same way (a bad spec or data)
-    kFree,     // its worker shut down: it moves, spending no restart
-  };
+  // `failure_class`: why a FAILED, CANCELLED or RESTARTING job is so
+  // (Job.failure_class); any other state clears it.
+  void SetState(JobRecord* record, v1::JobState state, const std::string& reason,
+                v1::FailureClass failure_class = v1::FAILURE_CLASS_UNSPECIFIED);
   // A rank of the job ended badly: the attempt is over and its other ranks
   // are stopped. The job restarts (RESTARTING, then queued again once its
-  // ranks have stopped) as `retry` allows; otherwise it fails (or, while
-  // cancelling, is cancelled).
-  void EndEarly(JobRecord* record, v1::JobState state, const std::string& reason, Retry retry);
+  // ranks have stopped) if it has max_restarts left — or, when its worker
+  // shut down (PREEMPTED), spending none — unless retrying would fail the
+  // same way (`permanent`: a bad spec or data); otherwise it fails (or,
+  // while cancelling, is cancelled).
+  void EndEarly(JobRecord* record, v1::JobState state, const std::string& reason,
+                v1::FailureClass failure_class, bool permanent = false);
   // Queues a RESTARTING job again, ahead of the others, once none of its
   // ranks holds a slot.
   void RequeueIfStopped(JobRecord* record);
@@ -105,8 +107,10 @@ class JobLifecycle {
   void StaleRankStatus(JobRecord* record, const std::string& worker_id,
                        const v1::AssignmentStatus& status);
   // Adds the current attempt to the job's history.
-  static void RecordAttempt(v1::Job* job, const std::string& reason, bool preempted,
+  static void RecordAttempt(v1::Job* job, const std::string& reason, v1::FailureClass failure_class,
                             const google::protobuf::Timestamp& ended_at);
+  // Counts the current attempt's failure, once.
+  void CountFailedAttempt(JobRecord* record, v1::FailureClass failure_class);
   // The next attempt's number; its progress starts unknown.
   static void NextAttempt(v1::Job* job);
   // Now, or just after the newest job's submission time if the clock says

@@ -139,6 +139,7 @@ v1::JobSummary Summarize(const v1::Job& job) {
   *s.mutable_submitted_at() = job.submitted_at();
   *s.mutable_labels() = job.spec().labels();
   s.set_attempt(job.attempt());
+  s.set_failure_class(job.failure_class());
   return s;
 }
 

@@ -283,8 +283,14 @@ void JobManager::SettleFences(const std::string& worker_id, WorkerRegistry::Work
 }
 
 void JobManager::BeginShutdown() {
-  MutexLock lock(&mutex_);
-  shutting_down_ = true;
+  std::vector<std::shared_ptr<EventLog>> logs;
+  {
+    MutexLock lock(&mutex_);
+    shutting_down_ = true;
+    logs = jobs_.Logs();
+  }
+  // Outside the lock: a stream may finish on this thread.
+  for (const auto& log : logs) log->EndStreams();
 }
 
 void JobManager::WorkerGone(const std::string& worker_id, uint64_t session,
@@ -309,7 +315,7 @@ void JobManager::WorkerGone(const std::string& worker_id, uint64_t session,
         continue;
       }
       record->fences[worker_id] = fence_until;
-      jobs_.EndEarly(record, v1::JOB_STATE_FAILED, why, JobLifecycle::Retry::kAllowed);
+      jobs_.EndEarly(record, v1::JOB_STATE_FAILED, why, v1::FAILURE_CLASS_WORKER_LOST);
     }
     workers_.Remove(worker_id, session);
     scheduler_.Schedule();

@@ -122,7 +122,8 @@ class JobManager {
   // `fence_until`, or until the worker reconnects and reports them stopped.
   // The controller is stopping: from now on a worker's link that ends
   // changes nothing (its ranks keep running and the worker reconnects to
-  // the next controller, as after a crash).
+  // the next controller, as after a crash), and every watch stream ends
+  // once it has sent what is recorded (EventLog::EndStreams).
   void BeginShutdown() EXCLUDES(mutex_);
   void WorkerGone(const std::string& worker_id, uint64_t session, const std::string& reason,
                   std::chrono::steady_clock::time_point fence_until) EXCLUDES(mutex_);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "common/enum_names.h"
 #include "server/job_state.h"
 
 namespace accumulus::server {
@@ -12,6 +13,11 @@ void JobMetrics::StateChanged(const v1::Job& job, v1::JobState from, v1::JobStat
     metrics_->jobs->WithLabels({StateLabel(from)})->Decrement();
   metrics_->jobs->WithLabels({StateLabel(to)})->Increment();
   if (IsTerminal(to)) RemoveJobSeries(job);
+}
+
+void JobMetrics::AttemptFailed(v1::FailureClass failure_class) {
+  const std::string name = NameOf(failure_class);
+  metrics_->attempts_failed->WithLabels({name.empty() ? "unspecified" : name})->Increment();
 }
 
 void JobMetrics::Recovered(v1::JobState state) {

@@ -26,6 +26,8 @@ class JobMetrics {
   void Submitted() { metrics_->jobs_submitted->Increment(); }
   void Rejected() { metrics_->jobs_rejected->Increment(); }
   void Restarted() { metrics_->job_restarts->Increment(); }
+  // The job's current attempt ended without succeeding.
+  void AttemptFailed(v1::FailureClass failure_class);
   // A step of the job's current attempt, merged over its ranks.
   void StepRecorded(const std::string& job_id, const v1::StepMetrics& step);
   void WorkerPool(int64_t workers, int64_t free_slots);

@@ -33,6 +33,10 @@ struct JobRecord {
   // The sequence number of the job's newest event (numbered as appended;
   // the log shows it once durable).
   int64_t last_sequence = 0;
+  // The newest attempt counted in accumulus_attempts_failed_total: an
+  // attempt is counted once, though a cancel may end it again after it
+  // failed (RESTARTING, then CANCELLING).
+  int32_t failure_counted_attempt = 0;
 };
 
 }  // namespace accumulus::server

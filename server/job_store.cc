@@ -2,12 +2,16 @@
 
 #include <sqlite3.h>
 
+#include <utility>
+
 #include "server/job_state.h"
+#include "server/schema_upgrade.h"
 
 namespace accumulus::server {
 namespace {
 
-constexpr int kSchemaVersion = 1;
+// 2: the API's closed sets are enums (server/schema_upgrade.h reads 1).
+constexpr int kSchemaVersion = 2;
 
 constexpr const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS jobs (
@@ -79,12 +83,15 @@ StatusOr<std::unique_ptr<JobStore>> JobStore::Open(const std::string& path) {
     return Status::DataLoss(store->Error("reading the schema version").message());
   }
   const int found = sqlite3_column_int(version.get(), 0);
-  if (found != 0 && found != kSchemaVersion) {
+  if (found != 0 && found != 1 && found != kSchemaVersion) {
     return Status::FailedPrecondition("state database " + path + " has schema version " +
                                       std::to_string(found) + "; this controller reads version " +
                                       std::to_string(kSchemaVersion));
   }
   if (Status s = store->Exec(kSchema); !s.ok()) return s;
+  if (found == 1) {
+    if (Status s = store->UpgradeFromVersion1(); !s.ok()) return s;
+  }
   if (Status s = store->Exec(("PRAGMA user_version=" + std::to_string(kSchemaVersion)).c_str());
       !s.ok()) {
     return s;
@@ -230,5 +237,65 @@ StatusOr<std::vector<JobStore::StoredJob>> JobStore::Load() {
 }
 
 Status JobStore::Delete(const std::vector<std::string>& job_ids) { return Commit({}, job_ids); }
+
+Status JobStore::UpgradeFromVersion1() {
+  // Read whole before writing: the rows are rewritten in place.
+  std::vector<std::pair<std::string, v1::Job>> jobs;
+  Statement read_jobs(db_, "SELECT id, job FROM jobs");
+  if (!read_jobs.ok()) return Error("upgrading from schema version 1");
+  int rc;
+  while ((rc = sqlite3_step(read_jobs.get())) == SQLITE_ROW) {
+    v1::Job job;
+    if (!job.ParseFromString(read_jobs.Blob(1))) {
+      return Status::DataLoss("state database " + path_ + ": a job record does not parse");
+    }
+    UpgradeClosedSetsFromStrings(&job);
+    jobs.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(read_jobs.get(), 0)),
+                      std::move(job));
+  }
+  if (rc != SQLITE_DONE) return Error("upgrading from schema version 1");
+  struct StoredEvent {
+    std::string job_id;
+    int64_t sequence;
+    v1::JobEvent event;
+  };
+  std::vector<StoredEvent> events;
+  Statement read_events(db_, "SELECT job_id, sequence, event FROM events");
+  if (!read_events.ok()) return Error("upgrading from schema version 1");
+  while ((rc = sqlite3_step(read_events.get())) == SQLITE_ROW) {
+    StoredEvent stored{reinterpret_cast<const char*>(sqlite3_column_text(read_events.get(), 0)),
+                       sqlite3_column_int64(read_events.get(), 1),
+                       {}};
+    if (!stored.event.ParseFromString(read_events.Blob(2))) {
+      return Status::DataLoss("state database " + path_ + ": the events of job " + stored.job_id +
+                              " are damaged near sequence " + std::to_string(stored.sequence));
+    }
+    UpgradeClosedSetsFromStrings(&stored.event);
+    events.push_back(std::move(stored));
+  }
+  if (rc != SQLITE_DONE) return Error("upgrading from schema version 1");
+
+  if (Status s = Exec("BEGIN IMMEDIATE"); !s.ok()) return s;
+  bool written = true;
+  for (const auto& [id, job] : jobs) {
+    Statement update(db_, "UPDATE jobs SET job = ?1 WHERE id = ?2");
+    update.BindBlob(1, job.SerializeAsString());
+    update.Bind(2, id);
+    written = written && update.ok() && sqlite3_step(update.get()) == SQLITE_DONE;
+  }
+  for (const StoredEvent& stored : events) {
+    Statement update(db_, "UPDATE events SET event = ?1 WHERE job_id = ?2 AND sequence = ?3");
+    update.BindBlob(1, stored.event.SerializeAsString());
+    update.Bind(2, stored.job_id);
+    update.Bind(3, stored.sequence);
+    written = written && update.ok() && sqlite3_step(update.get()) == SQLITE_DONE;
+  }
+  if (!written) {
+    const Status error = Error("upgrading from schema version 1");
+    (void)Exec("ROLLBACK");
+    return error;
+  }
+  return Exec("COMMIT");
+}
 
 }  // namespace accumulus::server

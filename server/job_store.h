@@ -58,6 +58,9 @@ class JobStore {
  private:
   JobStore(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
   Status Exec(const char* sql);
+  // Rewrites every record of schema version 1 in version 2's terms, in one
+  // transaction (server/schema_upgrade.h).
+  Status UpgradeFromVersion1();
   // Inside Commit's transaction; false on an error (Error() says which).
   bool WriteChange(const Change& change);
   bool DeleteJob(const std::string& id);

@@ -6,13 +6,12 @@
 #include <optional>
 #include <vector>
 
+#include "common/device_name.h"
 #include "common/job_spec.h"
 #include "server/placement.h"
 
 namespace accumulus::server {
 namespace {
-
-std::string DeviceName(const v1::Device& d) { return d.kind() + ":" + std::to_string(d.index()); }
 
 // The ranks an elastic job runs on now: as many as are free, up to its
 // devices, that split its global batch (0: fewer than min_devices).

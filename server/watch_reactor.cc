@@ -26,7 +26,7 @@ void WatchReactor::Link::Detach() {
 }
 
 void WatchReactor::Pump() {
-  enum { kNothing, kWrite, kFinish } action = kNothing;
+  enum { kNothing, kWrite, kFinish, kEndStream } action = kNothing;
   grpc::WriteOptions options;
   {
     MutexLock lock(&mutex_);
@@ -46,11 +46,19 @@ void WatchReactor::Pump() {
     } else if (log_->closed()) {
       finish_called_ = true;
       action = kFinish;
+    } else if (log_->streams_ended()) {
+      finish_called_ = true;
+      action = kEndStream;
     }
   }
   // Outside the lock: gRPC may run a reaction on this thread.
   if (action == kWrite) StartWrite(&message_, options);
   if (action == kFinish) Finish(grpc::Status::OK);
+  // UNAVAILABLE: a client retries that (the CLI's watch goes on after its
+  // last event once a controller answers again).
+  if (action == kEndStream) {
+    Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the controller is shutting down"));
+  }
 }
 
 void WatchReactor::OnWriteDone(bool ok) {

@@ -48,7 +48,7 @@ std::vector<v1::Device> ProbeCuda(const std::string& trainer_binary) {
     std::string name;
     std::getline(line >> std::ws, name);
     v1::Device d;
-    d.set_kind("cuda");
+    d.set_kind(v1::DEVICE_KIND_CUDA);
     d.set_index(index);
     d.set_memory_bytes(memory);
     d.set_name(name);
@@ -83,7 +83,7 @@ StatusOr<std::vector<v1::Device>> DiscoverDevices(const InventoryOptions& option
                                               options.cpu_memory_fraction);
   for (int i = 0; i < slots; ++i) {
     v1::Device d;
-    d.set_kind("cpu");
+    d.set_kind(v1::DEVICE_KIND_CPU);
     d.set_index(i);
     d.set_name(model);
     d.set_cores(cores / slots);

@@ -26,10 +26,11 @@ bool Within(const fs::path& path, const std::string& root) {
 // Resolves `value` of spec field `field` against `roots` (relative: from the
 // first). `must_exist`: a file to read (every symlink resolved); otherwise a
 // file or directory to create (the part that exists resolved, the rest
-// normalized).
+// normalized). A path that cannot be resolved is `unresolved`'s fault (a
+// missing data file is the data's), one outside the roots the spec's.
 StatusOr<std::string> Confine(const std::string& field, const std::string& value,
                               const std::vector<std::string>& roots, const std::string& flag,
-                              bool must_exist) {
+                              bool must_exist, Fault unresolved) {
   if (value.empty() || roots.empty()) return value;
   fs::path given(value);
   if (given.is_relative()) given = fs::path(roots.front()) / given;
@@ -42,14 +43,16 @@ StatusOr<std::string> Confine(const std::string& field, const std::string& value
                                            ? "no such file"
                                            : error.message()) +
                                       " (looked for " + given.lexically_normal().string() + "; " +
-                                      flag + " " + List(roots) + ")");
+                                      flag + " " + List(roots) + ")")
+        .WithFault(unresolved);
   }
   for (const std::string& root : roots) {
     if (Within(resolved, root)) return resolved.string();
   }
   return Status::FailedPrecondition(field + " " + Quoted(value) + " resolves to " +
                                     resolved.string() + ", outside this worker's " + flag + " (" +
-                                    List(roots) + ")");
+                                    List(roots) + ")")
+      .WithFault(Fault::kSpec);
 }
 
 }  // namespace
@@ -78,18 +81,21 @@ StatusOr<v1::JobSpec> ConfinePaths(const v1::JobSpec& spec, const PathRoots& roo
     const char* name;
     std::string* value;
     bool read;
+    Fault unresolved;
   };
   const Field fields[] = {
-      {"model.path", out.mutable_model()->mutable_path(), true},
-      {"data.path", out.mutable_data()->mutable_path(), true},
-      {"data.labels_path", out.mutable_data()->mutable_labels_path(), true},
-      {"output", out.mutable_output(), false},
-      {"checkpoint.dir", out.mutable_checkpoint()->mutable_dir(), false},
+      {"model.path", out.mutable_model()->mutable_path(), true, Fault::kSpec},
+      {"data.path", out.mutable_data()->mutable_path(), true, Fault::kData},
+      {"data.labels_path", out.mutable_data()->mutable_labels_path(), true, Fault::kData},
+      {"output", out.mutable_output(), false, Fault::kStorage},
+      {"checkpoint.dir", out.mutable_checkpoint()->mutable_dir(), false, Fault::kStorage},
   };
   for (const Field& f : fields) {
-    StatusOr<std::string> confined =
-        f.read ? Confine(f.name, *f.value, roots.data, "--data-root", /*must_exist=*/true)
-               : Confine(f.name, *f.value, roots.output, "--output-root", /*must_exist=*/false);
+    StatusOr<std::string> confined = f.read
+                                         ? Confine(f.name, *f.value, roots.data, "--data-root",
+                                                   /*must_exist=*/true, f.unresolved)
+                                         : Confine(f.name, *f.value, roots.output, "--output-root",
+                                                   /*must_exist=*/false, f.unresolved);
     if (!confined.ok()) return confined.status();
     *f.value = *confined;
   }

@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/device_name.h"
+#include "common/failure_class.h"
 #include "common/mutex.h"
 #include "common/rank_threads.h"
 #include "worker/trainer_process.h"
@@ -32,14 +34,14 @@ std::string LogTail(const std::string& path, size_t max_bytes = 600) {
 
 v1::WorkerMessage StatusMessage(const v1::Assignment& assignment, v1::JobState state,
                                 const std::string& reason, bool permanent = false,
-                                bool preempted = false) {
+                                v1::FailureClass failure_class = v1::FAILURE_CLASS_UNSPECIFIED) {
   v1::WorkerMessage message;
   message.mutable_status()->set_job_id(assignment.job_id());
   message.mutable_status()->set_attempt(assignment.attempt());
   message.mutable_status()->set_state(state);
   message.mutable_status()->set_reason(reason);
   message.mutable_status()->set_permanent(permanent);
-  message.mutable_status()->set_preempted(preempted);
+  message.mutable_status()->set_failure_class(failure_class);
   return message;
 }
 
@@ -61,6 +63,7 @@ struct TrainerSupervisor::Job {
   bool exited = false;
   std::string first_failure;
   bool first_failure_permanent = false;
+  v1::FailureClass first_failure_class = v1::FAILURE_CLASS_UNSPECIFIED;
   std::thread killer;
 };
 
@@ -68,6 +71,7 @@ struct TrainerSupervisor::RankOutcome {
   v1::JobState state = v1::JOB_STATE_FAILED;
   std::string reason;
   bool permanent = false;
+  v1::FailureClass failure_class = v1::FAILURE_CLASS_TRAINER_CRASHED;
 };
 
 TrainerSupervisor::TrainerSupervisor(SupervisorOptions options, Report report)
@@ -98,7 +102,7 @@ void TrainerSupervisor::Assign(const v1::Assignment& assignment,
   // the jobs that ran here are.
   report_(StatusMessage(assignment, v1::JOB_STATE_FAILED,
                         "worker " + options_.worker_id + " is shutting down; not started",
-                        /*permanent=*/false, /*preempted=*/true));
+                        /*permanent=*/false, v1::FAILURE_CLASS_PREEMPTED));
 }
 
 void TrainerSupervisor::Cancel(const std::string& job_id, const std::string& reason) {
@@ -196,8 +200,7 @@ void TrainerSupervisor::Run(std::shared_ptr<Job> job) {
   for (int i = 0; i < a.devices_size() && spec.ok(); ++i) {
     const v1::Device& device = a.devices(i);
     if (device.cores() <= 0) continue;  // not known: nothing to hold it to
-    const std::string slot =
-        device.kind() + ":" + std::to_string(device.index()) + " on worker " + options_.worker_id;
+    const std::string slot = DeviceName(device) + " on worker " + options_.worker_id;
     if (Status s = CheckThreadsFitSlot(a.spec().threads(), device.cores(), slot); !s.ok()) {
       spec = s;
     }
@@ -212,7 +215,8 @@ void TrainerSupervisor::Run(std::shared_ptr<Job> job) {
     *task.mutable_batch() = a.batch();
     task.set_rank(a.ranks(i));
     task.set_world_size(a.world_size());
-    task.set_device(device.kind() == "cuda" ? "cuda:" + std::to_string(device.index()) : "cpu");
+    task.set_device(device.kind() == v1::DEVICE_KIND_CUDA ? "cuda:" + std::to_string(device.index())
+                                                          : "cpu");
     task.set_rendezvous_host(a.rendezvous_host());
     task.set_rendezvous_port(a.rendezvous_port());
     task.set_local_address(options_.advertise_address);
@@ -264,7 +268,8 @@ void TrainerSupervisor::Run(std::shared_ptr<Job> job) {
   v1::JobState final_state = v1::JOB_STATE_FAILED;
   std::string final_reason = spawn_error;
   bool permanent = refused;
-  bool preempted = false;
+  v1::FailureClass failure_class =
+      refused ? FailureClassOf(spec.status()) : v1::FAILURE_CLASS_INTERNAL;
   if (!spawn_error.empty()) {
     MutexLock lock(&mutex_);
     for (auto& rank : job->ranks) rank->Signal(SIGKILL);
@@ -284,20 +289,24 @@ void TrainerSupervisor::Run(std::shared_ptr<Job> job) {
     if (all_succeeded) {
       final_state = v1::JOB_STATE_SUCCEEDED;
       final_reason.clear();
+      failure_class = v1::FAILURE_CLASS_UNSPECIFIED;
     } else if (job->fenced) {
       final_reason = job->first_failure;
+      failure_class = v1::FAILURE_CLASS_WORKER_LOST;
     } else if (job->cancel_requested) {
       final_state = v1::JOB_STATE_CANCELLED;
       final_reason = outcomes.front().reason;
+      failure_class = v1::FAILURE_CLASS_CANCELLED;
     } else if (job->shutting_down) {
       // Not the user's cancel: the job moves to another worker, from the
       // checkpoint its ranks wrote as they stopped.
       final_reason =
           "worker " + options_.worker_id + " is shutting down; " + outcomes.front().reason;
-      preempted = true;
+      failure_class = v1::FAILURE_CLASS_PREEMPTED;
     } else {
       final_reason = job->first_failure;
       permanent = job->first_failure_permanent;
+      failure_class = job->first_failure_class;
     }
   }
 
@@ -316,7 +325,7 @@ void TrainerSupervisor::Run(std::shared_ptr<Job> job) {
     jobs_.erase(id);
     finished_threads_.push_back(std::move(job->thread));
   }
-  report_(StatusMessage(a, final_state, final_reason, permanent, preempted));
+  report_(StatusMessage(a, final_state, final_reason, permanent, failure_class));
   changed_.NotifyAll();
 }
 
@@ -350,6 +359,7 @@ TrainerSupervisor::RankOutcome TrainerSupervisor::Supervise(Job* job, size_t ind
     outcome.state = exit.state();
     outcome.reason = exit.reason();
     outcome.permanent = exit.permanent();
+    outcome.failure_class = exit.failure_class();
   } else {
     outcome.reason = "trainer pid " + std::to_string(trainer->pid()) + " " + info.description;
     if (!stream.ok()) outcome.reason += "; " + stream.message();
@@ -367,6 +377,7 @@ TrainerSupervisor::RankOutcome TrainerSupervisor::Supervise(Job* job, size_t ind
     job->first_failure =
         "rank " + std::to_string(rank) + " on worker " + options_.worker_id + ": " + outcome.reason;
     job->first_failure_permanent = outcome.permanent;
+    job->first_failure_class = outcome.failure_class;
     // Its siblings cannot finish without it.
     auto it = jobs_.find(id);
     if (it != jobs_.end()) StopLocked(it->second);

@@ -154,6 +154,19 @@ std::vector<SpecCase> SpecCases() {
       {"MappingAsAKey", "{a: 1}: 2\n", 2, {"a key of the spec is a list or a mapping"}},
       {"HexNumber", Yaml({{"micro_batch", "0x10"}}), 2, {"micro_batch"}},
       {"BadDeviceRange", Yaml({{"devices", "{min: 1, most: 2}"}}), 2, {"devices.most"}},
+      {"UnknownModel",
+       Yaml({{"model", "{kind: resnet}"}}),
+       2,
+       {"line 1", "unknown model.kind \"resnet\"; one of mlp, cnn, charlm, torchscript"}},
+      {"UnknownOptimizer",
+       Yaml({{"optimizer", "{kind: lamb, lr: 0.1}"}}),
+       2,
+       {"unknown optimizer.kind \"lamb\"; one of sgd, adamw"}},
+      {"UnknownDataKind",
+       Yaml({{"data", "{kind: parquet, path: x}"}}),
+       2,
+       {"unknown data.kind \"parquet\"; one of synthetic, csv, idx, tokens"}},
+      {"PrecisionByNumber", Yaml({{"precision", "2"}}), 2, {"unknown precision \"2\"; one of"}},
       // What the controller refuses (field and value).
       {"NegativeMicroBatch",
        Yaml({{"micro_batch", "-4"}}),
@@ -178,10 +191,6 @@ std::vector<SpecCase> SpecCases() {
        1,
        {"max_steps 2000000000 exceeds the limit"}},
       {"NoEnd", Yaml({{"max_steps", "0"}}), 1, {"set max_steps or epochs"}},
-      {"UnknownModel",
-       Yaml({{"model", "{kind: resnet}"}}),
-       1,
-       {"model.kind \"resnet\" is not one of"}},
       {"WideLayer",
        Yaml({{"model", "{kind: mlp, hidden: [100000]}"}}),
        1,
@@ -196,10 +205,6 @@ std::vector<SpecCase> SpecCases() {
                            "]}"}}),
        1,
        {"model.hidden has 65 layers; at most 64"}},
-      {"UnknownOptimizer",
-       Yaml({{"optimizer", "{kind: lamb, lr: 0.1}"}}),
-       1,
-       {"optimizer.kind \"lamb\" is not one of \"sgd\", \"adamw\""}},
       {"ZeroLr",
        Yaml({{"optimizer", "{kind: sgd, lr: 0}"}}),
        1,
@@ -208,10 +213,6 @@ std::vector<SpecCase> SpecCases() {
        Yaml({{"optimizer", "{kind: sgd, lr: 0.1, momentum: 1}"}}),
        1,
        {"optimizer.momentum 1 must be in [0, 1)"}},
-      {"UnknownDataKind",
-       Yaml({{"data", "{kind: parquet, path: x}"}}),
-       1,
-       {"data.kind \"parquet\" is not one of"}},
       {"CnnOnTabularData",
        Yaml({{"model", "{kind: cnn}"}}),
        1,
@@ -270,11 +271,13 @@ std::vector<SpecCase> SpecCases() {
        1,
        {"memory_limit_bytes -1 must not be negative"}},
       {"SeveralAtOnce",
-       Yaml({{"micro_batch", "-1"}, {"optimizer", "{kind: lamb, lr: -2}"}, {"epochs", "-3"}}),
+       Yaml({{"micro_batch", "-1"},
+             {"optimizer", "{kind: adamw, lr: -2, momentum: 0.5}"},
+             {"epochs", "-3"}}),
        1,
        {"error: 4 problems:\n", "  micro_batch -1 must not be negative\n",
         "  epochs -3 must not be negative\n", "  optimizer.lr -2 must be a positive number\n",
-        "  optimizer.kind \"lamb\" is not one of"}},
+        "  optimizer.momentum and optimizer.nesterov apply to \"sgd\" only, not \"adamw\""}},
   };
 }
 
@@ -401,13 +404,14 @@ std::vector<RawCase> RawCases() {
        StatusCode::INVALID_ARGUMENT,
        {"the spec has 1000", "bytes serialized; at most 65536"},
        {"spec"}},
-      {"UnprintableKind",
+      {"UnknownKindNumber",
        [](Stub* s, const std::string&) {
-         return SubmitRaw(
-             s, With([](v1::JobSpec* p) { p->mutable_model()->set_kind("mlp\x1b[31m"); }));
+         return SubmitRaw(s, With([](v1::JobSpec* p) {
+                            p->mutable_model()->set_kind(static_cast<v1::ModelKind>(77));
+                          }));
        },
        StatusCode::INVALID_ARGUMENT,
-       {"model.kind (a 8-byte string) is not one of"},
+       {"model.kind 77 is not one of mlp, cnn, charlm, torchscript"},
        {"model.kind"}},
       {"LongLabelValue",
        [](Stub* s, const std::string&) {
@@ -646,6 +650,7 @@ TEST_P(BadData, FailsTheJobBeforeItsFirstStepNamingTheFileAndLine) {
   cluster_->Cli({"watch", id});  // returns when the job has ended
   const v1::Job job = GetJob(*cluster_, id);
   EXPECT_EQ(job.state(), v1::JOB_STATE_FAILED) << job.reason();
+  EXPECT_EQ(job.failure_class(), v1::FAILURE_CLASS_BAD_DATA) << job.reason();
   EXPECT_EQ(job.attempt(), 1) << "refused for good: no restart";
   EXPECT_EQ(job.steps_done(), 0) << "found before the first step";
   for (const std::string& expected : c.expected) {
@@ -710,6 +715,7 @@ TEST_F(BadInput, AnOutputThatCannotBeWrittenFailsTheJobBeforeItsFirstStep) {
   cluster_->Cli({"watch", id});
   const v1::Job job = GetJob(*cluster_, id);
   EXPECT_EQ(job.state(), v1::JOB_STATE_FAILED);
+  EXPECT_EQ(job.failure_class(), v1::FAILURE_CLASS_STORAGE) << job.reason();
   EXPECT_EQ(job.attempt(), 1);
   EXPECT_EQ(job.steps_done(), 0) << "no training lost to the typo";
   EXPECT_NE(job.reason().find("output: cannot create "), std::string::npos) << job.reason();

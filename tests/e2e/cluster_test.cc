@@ -138,6 +138,13 @@ TEST_F(ClusterTest, CancelStopsARunningJobAndFreesItsDevice) {
   EXPECT_EQ(last.state().state(), v1::JOB_STATE_CANCELLED);
   EXPECT_EQ(last.state().reason(), "test says stop");
   EXPECT_EQ(watch->Wait().exit_code, 1) << "watch reports a job that did not succeed";
+  EXPECT_EQ(GetJob(cluster_, id).failure_class(), v1::FAILURE_CLASS_CANCELLED);
+  httplib::Client http("127.0.0.1", cluster_.metrics_port());
+  auto metrics = http.Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_NE(metrics->body.find("accumulus_attempts_failed_total{failure_class=\"cancelled\"} 1"),
+            std::string::npos)
+      << metrics->body;
 
   const v1::WorkerInfo worker = OnlyWorker();
   EXPECT_EQ(worker.free_slots(), 1);
@@ -161,6 +168,7 @@ TEST_F(ClusterTest, ATrainerCrashFailsItsJobButNotTheWorker) {
   EXPECT_EQ(last.state().state(), v1::JOB_STATE_FAILED);
   EXPECT_NE(last.state().reason().find("killed by signal 9"), std::string::npos)
       << last.state().reason();
+  EXPECT_EQ(GetJob(cluster_, id).failure_class(), v1::FAILURE_CLASS_TRAINER_CRASHED);
 
   // The daemon lives on and runs the next job.
   CliResult next = cluster_.Cli({"submit", cluster_.WriteSpec("small.yaml", kSmallJob), "-w"});
@@ -231,7 +239,7 @@ TEST(RankThreads, WithNothingGivenTheRankMeasuresItsSplitAndReportsIt) {
     if (!event.has_runtime()) continue;
     saw_runtime = true;
     const v1::RuntimeInfo& runtime = event.runtime();
-    EXPECT_EQ(runtime.threads_source(), "measured");
+    EXPECT_EQ(runtime.threads_source(), v1::THREADS_SOURCE_MEASURED);
     const std::vector<engine::ThreadSplit> candidates =
         engine::CandidateThreadSplits(cores, engine::BlasSharesIntraOpPool());
     ASSERT_EQ(runtime.thread_trials_size(), static_cast<int>(candidates.size()));
@@ -259,10 +267,10 @@ TEST(RankThreads, WithNothingGivenTheRankMeasuresItsSplitAndReportsIt) {
   CliResult get = cluster.Cli({"-o", "json", "get", id});
   ASSERT_EQ(get.exit_code, 0) << get.stderr_text;
   const v1::Job job = FromJson<v1::Job>(get.lines.at(0));
-  EXPECT_EQ(job.runtime().threads_source(), "measured");
+  EXPECT_EQ(job.runtime().threads_source(), v1::THREADS_SOURCE_MEASURED);
   EXPECT_EQ(job.runtime().thread_trials_size(),
-            static_cast<int>(engine::CandidateThreadSplits(cores, engine::BlasSharesIntraOpPool())
-                                 .size()));
+            static_cast<int>(
+                engine::CandidateThreadSplits(cores, engine::BlasSharesIntraOpPool()).size()));
   CliResult get_text = cluster.Cli({"get", id});
   ASSERT_EQ(get_text.exit_code, 0) << get_text.stderr_text;
   std::string shown;

@@ -183,6 +183,7 @@ checkpoint: {dir: )" + dir + R"(, every_steps: 2}
   EXPECT_NE(watched.exit_code, 0);
   const v1::Job job = GetJob(cluster, id);
   EXPECT_EQ(job.state(), v1::JOB_STATE_FAILED);
+  EXPECT_EQ(job.failure_class(), v1::FAILURE_CLASS_STORAGE) << job.reason();
   EXPECT_EQ(job.attempt(), 1) << "not retried: " << job.reason();
   EXPECT_EQ(job.attempts_size(), 0);
   EXPECT_NE(job.reason().find("checkpoint lineage: cannot create the checkpoint dir " + dir),

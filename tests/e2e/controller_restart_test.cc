@@ -79,6 +79,10 @@ TEST_P(ControllerRestartBy, AJobRunsThroughItAndAWatcherSeesEveryStepOnce) {
   }
   const std::string err = ReadFile(watch_stderr);
   EXPECT_NE(err.find("reconnecting after event"), std::string::npos) << err;
+  if (GetParam() == SIGTERM) {
+    EXPECT_NE(err.find("is not reachable (the controller is shutting down)"), std::string::npos)
+        << "the stream was ended, not cut at the deadline: " << err;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Signals, ControllerRestartBy, ::testing::Values(SIGKILL, SIGTERM),

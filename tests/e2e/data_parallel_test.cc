@@ -7,6 +7,7 @@
 
 #include <thread>
 
+#include "common/enum_names.h"
 #include "tests/support/engine_test_support.h"
 #include "tests/support/free_port.h"
 #include "tests/support/test_cluster.h"
@@ -29,7 +30,7 @@ class DataParallelTest : public ::testing::Test {
  protected:
   v1::JobSpec Spec(int64_t micro, int64_t accumulation, int devices, const std::string& optimizer) {
     v1::JobSpec spec;
-    spec.mutable_model()->set_kind("mlp");
+    spec.mutable_model()->set_kind(v1::MODEL_KIND_MLP);
     spec.mutable_model()->add_hidden(16);
     spec.mutable_data()->set_samples(100);  // windows of 32: three full, one of 4
     spec.mutable_data()->set_features(6);
@@ -37,7 +38,7 @@ class DataParallelTest : public ::testing::Test {
     spec.set_micro_batch(micro);
     spec.set_accumulation_steps(accumulation);
     spec.set_devices(devices);
-    spec.mutable_optimizer()->set_kind(optimizer);
+    spec.mutable_optimizer()->set_kind(*ValueNamed<v1::OptimizerKind>(optimizer));
     spec.mutable_optimizer()->set_lr(optimizer == "sgd" ? 0.1 : 0.01);
     if (optimizer == "sgd") spec.mutable_optimizer()->set_momentum(0.9);
     spec.mutable_optimizer()->set_weight_decay(0.01);
@@ -148,10 +149,10 @@ TEST_F(DataParallelTest, RanksThatMeasureTheirThreadSplitTakeRankZerosAndMixedRa
   const std::vector<RankRun> both = Run(Spec(4, 4, 2, "sgd"), {}, measure);
   for (const RankRun& r : both) {
     ASSERT_EQ(r.exit.state(), v1::JOB_STATE_SUCCEEDED) << r.exit.reason();
-    EXPECT_EQ(r.runtime.threads_source(), "measured");
-    EXPECT_EQ(r.runtime.thread_trials_size(),
-              static_cast<int>(engine::CandidateThreadSplits(2, engine::BlasSharesIntraOpPool())
-                                   .size()));
+    EXPECT_EQ(r.runtime.threads_source(), v1::THREADS_SOURCE_MEASURED);
+    EXPECT_EQ(
+        r.runtime.thread_trials_size(),
+        static_cast<int>(engine::CandidateThreadSplits(2, engine::BlasSharesIntraOpPool()).size()));
   }
   EXPECT_EQ(both[1].runtime.intra_op_threads(), both[0].runtime.intra_op_threads());
   EXPECT_EQ(both[1].runtime.blas_threads(), both[0].runtime.blas_threads());
@@ -162,9 +163,9 @@ TEST_F(DataParallelTest, RanksThatMeasureTheirThreadSplitTakeRankZerosAndMixedRa
   for (const RankRun& r : mixed) {
     ASSERT_EQ(r.exit.state(), v1::JOB_STATE_SUCCEEDED) << r.exit.reason();
   }
-  EXPECT_EQ(mixed[0].runtime.threads_source(), "given");
+  EXPECT_EQ(mixed[0].runtime.threads_source(), v1::THREADS_SOURCE_GIVEN);
   EXPECT_EQ(mixed[0].runtime.intra_op_threads(), 1);
-  EXPECT_EQ(mixed[1].runtime.threads_source(), "measured");
+  EXPECT_EQ(mixed[1].runtime.threads_source(), v1::THREADS_SOURCE_MEASURED);
 }
 
 TEST_F(DataParallelTest, ReportsGlobalCountsAndLossOnEveryRank) {
@@ -215,6 +216,8 @@ TEST_F(DataParallelTest, ARankThatDiesFailsTheOtherWithinTheCollectiveTimeout) {
   });
   EXPECT_EQ(ranks[1].process.signal, SIGKILL);
   EXPECT_EQ(ranks[0].exit.state(), v1::JOB_STATE_FAILED);
+  EXPECT_EQ(ranks[0].exit.failure_class(), v1::FAILURE_CLASS_COLLECTIVE) << ranks[0].exit.reason();
+  EXPECT_FALSE(ranks[0].exit.permanent()) << "a lost peer may be back on a retry";
   EXPECT_FALSE(ranks[0].exit.reason().empty());
 }
 

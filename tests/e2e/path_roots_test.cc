@@ -43,6 +43,7 @@ TEST(PathRoots, AnOutputOutsideTheWorkersRootsFailsTheJobOnceNamingFieldAndPath)
 
   const v1::Job escaped = RunToTheEnd(cluster, "escape.yaml", Job("../escaped.pt"));
   EXPECT_EQ(escaped.state(), v1::JOB_STATE_FAILED);
+  EXPECT_EQ(escaped.failure_class(), v1::FAILURE_CLASS_BAD_SPEC);
   EXPECT_NE(escaped.reason().find("output \"../escaped.pt\" resolves to " +
                                   std::filesystem::canonical(cluster.dir()).string() +
                                   "/escaped.pt, outside this worker's --output-root"),

@@ -175,6 +175,7 @@ TEST_F(RestartTest, AKilledTrainerResumesFromItsCheckpointToTheSameParameters) {
   ASSERT_EQ(job.attempts_size(), 1);
   EXPECT_NE(job.attempts(0).reason().find("killed by signal 9"), std::string::npos)
       << job.attempts(0).reason();
+  EXPECT_EQ(job.attempts(0).failure_class(), v1::FAILURE_CLASS_TRAINER_CRASHED);
   ExpectEveryStepOnce(w, job.steps_total());
 
   ExpectBitIdentical(Parameters(output), reference);
@@ -195,6 +196,7 @@ TEST_F(RestartTest, AJobOnAKilledWorkerResumesOnAnother) {
   ASSERT_EQ(job.attempts_size(), 1);
   EXPECT_NE(job.attempts(0).reason().find("worker " + lost + " lost"), std::string::npos)
       << job.attempts(0).reason();
+  EXPECT_EQ(job.attempts(0).failure_class(), v1::FAILURE_CLASS_WORKER_LOST);
   ExpectEveryStepOnce(w, job.steps_total());
   ExpectBitIdentical(Parameters(output), reference);
 }
@@ -219,6 +221,7 @@ TEST_F(RestartTest, AWorkerStoppedWithSigtermCheckpointsAtTheWindowAndItsJobMove
   ASSERT_EQ(job.attempts_size(), 1);
   EXPECT_NE(job.attempts(0).reason().find("shutting down"), std::string::npos)
       << job.attempts(0).reason();
+  EXPECT_EQ(job.attempts(0).failure_class(), v1::FAILURE_CLASS_PREEMPTED);
   ASSERT_EQ(w.runtimes.size(), 2u);
   const int64_t resumed = w.runtimes[1].resumed_from_step();
   EXPECT_EQ(resumed, job.attempts(0).last_step()) << "the stop's own checkpoint, not step 7k";
@@ -373,6 +376,7 @@ TEST_F(RestartTest, ACancelledJobResumesWhereItStopped) {
   EXPECT_EQ(job.attempt(), 2);
   ASSERT_EQ(job.attempts_size(), 1);
   EXPECT_EQ(job.attempts(0).reason(), "cancelled: pausing");
+  EXPECT_EQ(job.attempts(0).failure_class(), v1::FAILURE_CLASS_CANCELLED);
   ASSERT_EQ(after.runtimes.size(), 2u);
   EXPECT_EQ(after.runtimes[1].resumed_from_step(), stopped_after)
       << "the stop checkpointed its last step";

@@ -35,12 +35,12 @@ TEST(CudaJob, RunsOnTheGpuAndReportsItsCudaMemory) {
   const auto listed = FromJson<v1::ListWorkersResponse>(workers.lines.at(0));
   ASSERT_EQ(listed.workers_size(), 1);
   ASSERT_EQ(listed.workers(0).devices_size(), static_cast<int>(gpus.size()));
-  EXPECT_EQ(listed.workers(0).devices(0).kind(), "cuda");
+  EXPECT_EQ(listed.workers(0).devices(0).kind(), v1::DEVICE_KIND_CUDA);
   EXPECT_EQ(listed.workers(0).devices(0).name(), gpus[0].name);
   EXPECT_EQ(listed.workers(0).devices(0).memory_bytes(), gpus[0].memory_bytes);
 
-  CliResult r = cluster.Cli(
-      {"-o", "json", "submit", cluster.WriteSpec("cuda.yaml", kGpuJob), "--watch"});
+  CliResult r =
+      cluster.Cli({"-o", "json", "submit", cluster.WriteSpec("cuda.yaml", kGpuJob), "--watch"});
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
   std::vector<v1::StepMetrics> steps;
   v1::RuntimeInfo runtime;

@@ -21,7 +21,7 @@ std::shared_ptr<EventLog> Log(JobManager& jobs, const std::string& job_id) {
 
 v1::JobSpec SmallSpec() {
   v1::JobSpec spec;
-  spec.mutable_model()->set_kind("mlp");
+  spec.mutable_model()->set_kind(v1::MODEL_KIND_MLP);
   spec.mutable_data()->set_samples(64);
   spec.mutable_data()->set_features(4);
   spec.set_micro_batch(8);
@@ -39,7 +39,7 @@ v1::Register Worker(const std::string& id, int cpu_slots) {
   r.set_rendezvous_port_count(1);
   for (int i = 0; i < cpu_slots; ++i) {
     v1::Device* d = r.add_devices();
-    d->set_kind("cpu");
+    d->set_kind(v1::DEVICE_KIND_CPU);
     d->set_index(i);
     d->set_cores(1);
   }
@@ -47,12 +47,14 @@ v1::Register Worker(const std::string& id, int cpu_slots) {
 }
 
 v1::AssignmentStatus Ended(const std::string& job_id, v1::JobState state, const std::string& reason,
-                           bool permanent = false) {
+                           bool permanent = false,
+                           v1::FailureClass failure_class = v1::FAILURE_CLASS_UNSPECIFIED) {
   v1::AssignmentStatus s;
   s.set_job_id(job_id);
   s.set_state(state);
   s.set_reason(reason);
   s.set_permanent(permanent);
+  s.set_failure_class(failure_class);
   return s;
 }
 
@@ -257,7 +259,7 @@ TEST_F(JobManagerTest, QueuesUntilAWorkerHasAFreeSlotThenAssignsFifo) {
   ASSERT_EQ(inbox.size(), 1u);
   EXPECT_EQ(inbox[0].assign().job_id(), first);
   ASSERT_EQ(inbox[0].assign().devices_size(), 1);
-  EXPECT_EQ(inbox[0].assign().devices(0).kind(), "cpu");
+  EXPECT_EQ(inbox[0].assign().devices(0).kind(), v1::DEVICE_KIND_CPU);
   EXPECT_EQ(State(first), v1::JOB_STATE_STARTING);
   EXPECT_EQ(State(second), v1::JOB_STATE_QUEUED);
 
@@ -574,9 +576,15 @@ TEST_F(JobManagerTest, APermanentFailureIsNotRestarted) {
   v1::JobSpec spec = SmallSpec();
   spec.set_max_restarts(3);
   const std::string id = jobs_.Submit(spec, kOwner)->id();
-  jobs_.RecordStatus("w1", Ended(id, v1::JOB_STATE_FAILED, "data.path: no such file", true));
+  jobs_.RecordStatus("w1", Ended(id, v1::JOB_STATE_FAILED, "data.path: no such file", true,
+                                 v1::FAILURE_CLASS_BAD_DATA));
   EXPECT_EQ(State(id), v1::JOB_STATE_FAILED);
+  EXPECT_EQ(jobs_.Get(id)->failure_class(), v1::FAILURE_CLASS_BAD_DATA) << "the worker's class";
   EXPECT_EQ(jobs_.Get(id)->attempts_size(), 0);
+  EXPECT_NE(
+      registry_.Render().find("accumulus_attempts_failed_total{failure_class=\"bad_data\"} 1"),
+      std::string::npos)
+      << registry_.Render();
 }
 
 TEST_F(JobManagerTest, ALostWorkersJobRestartsElsewhere) {
@@ -594,6 +602,9 @@ TEST_F(JobManagerTest, ALostWorkersJobRestartsElsewhere) {
   EXPECT_EQ(jobs_.Get(id)->worker_id(), "w2");
   ASSERT_EQ(jobs_.Get(id)->attempts_size(), 1);
   EXPECT_EQ(jobs_.Get(id)->attempts(0).reason(), "worker w1 lost: heartbeat lost");
+  EXPECT_EQ(jobs_.Get(id)->attempts(0).failure_class(), v1::FAILURE_CLASS_WORKER_LOST);
+  EXPECT_EQ(jobs_.Get(id)->failure_class(), v1::FAILURE_CLASS_UNSPECIFIED)
+      << "running again: the job itself has not failed";
 }
 
 TEST_F(JobManagerTest, CancellingARestartingJobEndsItCancelled) {
@@ -608,7 +619,16 @@ TEST_F(JobManagerTest, CancellingARestartingJobEndsItCancelled) {
   ASSERT_TRUE(jobs_.Cancel(id, "").ok());
   jobs_.RecordStatus("w1", Ended(id, v1::JOB_STATE_CANCELLED, "stopped"));
   EXPECT_EQ(State(id), v1::JOB_STATE_CANCELLED);
+  EXPECT_EQ(jobs_.Get(id)->failure_class(), v1::FAILURE_CLASS_CANCELLED);
   for (const auto& w : jobs_.Workers()) EXPECT_EQ(w.free_slots(), 1) << w.id();
+  // One attempt, ended once: by its rank's failure, not again by the cancel.
+  const std::string exposition = registry_.Render();
+  EXPECT_NE(exposition.find("accumulus_attempts_failed_total{failure_class=\"unspecified\"} 1"),
+            std::string::npos)
+      << exposition;
+  EXPECT_EQ(exposition.find("accumulus_attempts_failed_total{failure_class=\"cancelled\"}"),
+            std::string::npos)
+      << exposition;
 }
 
 TEST_F(JobManagerTest, AWorkerBackWithARankOfAMovedJobIsToldToStopIt) {
@@ -644,12 +664,12 @@ TEST_F(JobManagerTest, AJobItsWorkerShutDownUnderMovesWithoutSpendingARestart) {
   const std::string id = jobs_.Submit(SmallSpec(), kOwner)->id();  // max_restarts 0
   v1::AssignmentStatus drained =
       Ended(id, v1::JOB_STATE_FAILED, "worker w1 is shutting down; stopped after step 9");
-  drained.set_preempted(true);
+  drained.set_failure_class(v1::FAILURE_CLASS_PREEMPTED);
   jobs_.RecordStatus("w1", drained);
   ASSERT_EQ(State(id), v1::JOB_STATE_QUEUED) << "attempt 2 waits for devices";
   v1::Job job = *jobs_.Get(id);
   ASSERT_EQ(job.attempts_size(), 1);
-  EXPECT_TRUE(job.attempts(0).preempted());
+  EXPECT_EQ(job.attempts(0).failure_class(), v1::FAILURE_CLASS_PREEMPTED);
   EXPECT_EQ(job.attempt(), 2);
 
   jobs_.WorkerConnected(Worker("w2", 1), Inbox(&b));
@@ -665,7 +685,7 @@ TEST_F(JobManagerTest, AShutdownDuringACancelStillEndsTheJobCancelled) {
   const std::string id = jobs_.Submit(SmallSpec(), kOwner)->id();
   ASSERT_TRUE(jobs_.Cancel(id, "by request").ok());
   v1::AssignmentStatus drained = Ended(id, v1::JOB_STATE_FAILED, "worker w1 is shutting down");
-  drained.set_preempted(true);
+  drained.set_failure_class(v1::FAILURE_CLASS_PREEMPTED);
   jobs_.RecordStatus("w1", drained);
   EXPECT_EQ(State(id), v1::JOB_STATE_CANCELLED);
 }

@@ -2,7 +2,9 @@
 // after a reopen too; damaged files give a clear error naming the file.
 #include "server/job_store.h"
 
+#include <google/protobuf/unknown_field_set.h>
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include <filesystem>
 #include <fstream>
@@ -88,6 +90,88 @@ TEST_F(JobStoreTest, DeletingTakesExactlyTheNamedJobsAndTheirEvents) {
     EXPECT_EQ(j.events.size(), 1u) << j.job.id();
   }
   EXPECT_EQ(ids, (std::vector<std::string>{"job-2", "job-4", "job-5"}));
+}
+
+// A record as schema version 1 wrote it: the closed sets as strings at the
+// same field numbers, a preempted attempt as a bool (field 5).
+v1::Job Version1Job(const std::string& id) {
+  v1::Job job;
+  job.set_id(id);
+  job.set_state(v1::JOB_STATE_RUNNING);
+  auto old = [](google::protobuf::Message* m) {
+    return m->GetReflection()->MutableUnknownFields(m);
+  };
+  old(job.mutable_spec()->mutable_model())->AddLengthDelimited(1, "cnn");   // kind
+  old(job.mutable_spec()->mutable_model())->AddLengthDelimited(3, "none");  // norm
+  old(job.mutable_spec()->mutable_optimizer())->AddLengthDelimited(1, "adamw");
+  old(job.mutable_spec())->AddLengthDelimited(13, "per_microbatch_mean");  // normalization
+  old(job.mutable_spec())->AddLengthDelimited(23, "");                     // precision: default
+  old(job.mutable_spec()->mutable_lr_schedule())->AddLengthDelimited(1, "cosine");
+  v1::Attempt* drained = job.add_attempts();
+  drained->set_number(1);
+  old(drained)->AddVarint(5, 1);
+  v1::Attempt* failed = job.add_attempts();
+  failed->set_number(2);
+  old(failed)->AddVarint(5, 0);
+  old(job.mutable_runtime())->AddLengthDelimited(15, "carry");     // partial_window
+  old(job.mutable_runtime())->AddLengthDelimited(21, "measured");  // threads_source
+  return job;
+}
+
+void SetSchemaVersion(const std::string& path, int version) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, ("PRAGMA user_version=" + std::to_string(version)).c_str(), nullptr,
+                         nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+}
+
+TEST_F(JobStoreTest, AVersion1StateIsUpgradedInPlaceWithNothingLost) {
+  {
+    auto store = Open();
+    v1::JobEvent plan;
+    plan.set_sequence(1);
+    plan.GetReflection()
+        ->MutableUnknownFields(plan.mutable_runtime())
+        ->AddLengthDelimited(15, "drop");
+    const v1::JobEvent step = StepEvent(2, 1);
+    ASSERT_TRUE(store->Record(Version1Job("job-old"), {&plan, &step}).ok());
+  }
+  SetSchemaVersion(path_, 1);
+  for (int reopen = 0; reopen < 2; ++reopen) {  // the second finds version 2
+    auto loaded = Open()->Load();
+    ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+    ASSERT_EQ(loaded->size(), 1u);
+    const v1::Job& job = (*loaded)[0].job;
+    EXPECT_EQ(job.spec().model().kind(), v1::MODEL_KIND_CNN);
+    EXPECT_EQ(job.spec().model().norm(), v1::NORM_LAYER_NONE);
+    EXPECT_EQ(job.spec().optimizer().kind(), v1::OPTIMIZER_KIND_ADAMW);
+    EXPECT_EQ(job.spec().normalization(), v1::NORMALIZATION_PER_MICROBATCH_MEAN);
+    EXPECT_EQ(job.spec().precision(), v1::PRECISION_UNSPECIFIED);
+    EXPECT_EQ(job.spec().lr_schedule().kind(), v1::LR_SCHEDULE_KIND_COSINE);
+    ASSERT_EQ(job.attempts_size(), 2);
+    EXPECT_EQ(job.attempts(0).failure_class(), v1::FAILURE_CLASS_PREEMPTED);
+    EXPECT_EQ(job.attempts(1).failure_class(), v1::FAILURE_CLASS_UNSPECIFIED);
+    EXPECT_EQ(job.runtime().partial_window(), v1::PARTIAL_WINDOW_CARRY);
+    EXPECT_EQ(job.runtime().threads_source(), v1::THREADS_SOURCE_MEASURED);
+    EXPECT_EQ(
+        job.spec().model().GetReflection()->GetUnknownFields(job.spec().model()).field_count(), 0)
+        << "nothing of version 1 is left behind";
+    ASSERT_EQ((*loaded)[0].events.size(), 2u);
+    EXPECT_EQ((*loaded)[0].events[0].runtime().partial_window(), v1::PARTIAL_WINDOW_DROP);
+    EXPECT_EQ((*loaded)[0].events[1].step().step(), 1);
+  }
+}
+
+TEST_F(JobStoreTest, ANewerSchemaIsRefusedNamingBothVersions) {
+  Open();
+  SetSchemaVersion(path_, 7);
+  auto store = JobStore::Open(path_);
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(store.status().message(),
+            "state database " + path_ + " has schema version 7; this controller reads version 2");
 }
 
 TEST_F(JobStoreTest, AGarbledFileIsAClearErrorNamingIt) {

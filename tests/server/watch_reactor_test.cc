@@ -1,7 +1,8 @@
 // The watch stream over real gRPC on loopback: a replay from any point then
 // the live tail, ending after the job's final event; a watcher that reads
 // nothing delays no other watcher; a watcher that goes away in the middle of
-// a write ends its stream and leaves the log.
+// a write ends its stream and leaves the log; a stopping controller ends
+// the streams.
 #include "server/watch_reactor.h"
 
 #include <grpcpp/grpcpp.h>
@@ -91,6 +92,29 @@ TEST_F(WatchReactorTest, ItReplaysFromTheRequestedPointFollowsAndEndsAfterTheFin
   EXPECT_EQ(event.sequence(), 4);
   EXPECT_FALSE(watcher->reader->Read(&event));
   EXPECT_TRUE(watcher->reader->Finish().ok());
+}
+
+// A stopping controller ends its open streams once they have sent what is
+// recorded, with a status a client retries; a stream that starts after
+// that ends at once.
+TEST_F(WatchReactorTest, EndingTheStreamsSendsWhatIsRecordedThenUnavailable) {
+  for (const char* text : {"one", "two"}) Append(text);
+  auto watcher = Watch(0);
+  v1::JobEvent event;
+  ASSERT_TRUE(watcher->reader->Read(&event));
+  EXPECT_EQ(event.sequence(), 1);
+  Append("three");
+  log_->EndStreams();
+  std::vector<int64_t> rest;
+  while (watcher->reader->Read(&event)) rest.push_back(event.sequence());
+  EXPECT_EQ(rest, (std::vector<int64_t>{2, 3})) << "nothing recorded is left behind";
+  const grpc::Status ended = watcher->reader->Finish();
+  EXPECT_EQ(ended.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(ended.error_message(), "the controller is shutting down");
+
+  auto late = Watch(3);
+  EXPECT_FALSE(late->reader->Read(&event));
+  EXPECT_EQ(late->reader->Finish().error_code(), grpc::StatusCode::UNAVAILABLE);
 }
 
 TEST_F(WatchReactorTest, AWatcherThatReadsNothingDelaysNoOther) {

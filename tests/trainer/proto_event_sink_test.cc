@@ -11,6 +11,8 @@
 #include <memory>
 #include <thread>
 
+#include "worker/trainer/trainer_exit.h"
+
 namespace accumulus::trainer {
 namespace {
 
@@ -64,7 +66,7 @@ class ProtoEventSinkTest : public ::testing::Test {
 TEST_F(ProtoEventSinkTest, WithoutADelayEachStepIsItsOwnMessage) {
   ProtoEventSink sink(write_fd_, v1::RuntimeInfo(), milliseconds(0));
   for (int64_t step = 1; step <= 3; ++step) sink.OnStep(Step(step));
-  sink.Exit(v1::JOB_STATE_SUCCEEDED, "");
+  sink.Exit(TrainerExitFor(Status::Ok()));
   for (int64_t step = 1; step <= 3; ++step) {
     EXPECT_EQ(Steps(Next()), std::vector<int64_t>{step});
   }
@@ -140,7 +142,7 @@ TEST_F(ProtoEventSinkTest, TheExitComesAfterTheHeldSteps) {
   ProtoEventSink sink(write_fd_, v1::RuntimeInfo(), hours(1));
   sink.OnStep(Step(1));
   sink.OnStep(Step(2));
-  sink.Exit(v1::JOB_STATE_CANCELLED, "cancelled");
+  sink.Exit(TrainerExitFor(Status::Cancelled("cancelled")));
   EXPECT_EQ(Steps(Next()), (std::vector<int64_t>{1, 2}));
   EXPECT_EQ(Next().exit().state(), v1::JOB_STATE_CANCELLED);
 }

@@ -91,7 +91,7 @@ TEST(Render, WorkerTableShowsEachSlotAndItsJobAligned) {
   w->set_id("gpu-node-with-a-long-name");
   for (int i = 0; i < 2; ++i) {
     v1::Device* d = w->add_devices();
-    d->set_kind("cuda");
+    d->set_kind(v1::DEVICE_KIND_CUDA);
     d->set_index(i);
     d->set_cores(8);
     d->set_memory_bytes(int64_t{141} << 30);

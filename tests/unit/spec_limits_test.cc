@@ -4,13 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <fstream>
 #include <limits>
-#include <sstream>
 #include <string>
 
 #include "common/job_spec.h"
 #include "common/spec_yaml.h"
+#include "tests/support/read_file.h"
 
 namespace accumulus {
 namespace {
@@ -124,13 +123,12 @@ TEST(SpecLimits, EveryNumericFieldIsBoundedOnBothSidesAndNamedWithItsValue) {
 }
 
 TEST(SpecLimits, TheDocsListEveryLimitAsValidationHasIt) {
-  std::ifstream in(std::string(ACCUMULUS_SOURCE_DIR) + "/docs/job-spec.md");
-  std::stringstream docs;
-  docs << in.rdbuf();
-  ASSERT_FALSE(docs.str().empty());
+  const std::string docs =
+      testing::ReadFile(std::string(ACCUMULUS_SOURCE_DIR) + "/docs/job-spec.md");
+  ASSERT_FALSE(docs.empty());
   for (const NumericLimit& limit : NumericLimits()) {
     const std::string row = "| `" + std::string(limit.field) + "` | " + RangeText(limit) + " |";
-    EXPECT_NE(docs.str().find(row), std::string::npos) << "docs/job-spec.md lacks " << row;
+    EXPECT_NE(docs.find(row), std::string::npos) << "docs/job-spec.md lacks " << row;
   }
 }
 
@@ -138,9 +136,9 @@ TEST(SpecLimits, EveryViolationComesAtOnceInTheOrderOfTheSpec) {
   v1::JobSpec spec = Valid();
   spec.set_micro_batch(-8);
   spec.mutable_optimizer()->set_lr(-1);
-  spec.mutable_optimizer()->set_kind("lamb");
-  spec.set_partial_window("pad");
-  spec.mutable_model()->set_kind("resnet");
+  spec.mutable_optimizer()->set_kind(static_cast<v1::OptimizerKind>(9));
+  spec.set_partial_window(static_cast<v1::PartialWindow>(9));
+  spec.mutable_model()->set_kind(static_cast<v1::ModelKind>(9));
   StatusOr<v1::JobSpec> result = NormalizeJobSpec(spec);
   ASSERT_FALSE(result.ok());
   EXPECT_EQ(result.status().code(), StatusCode::kInvalidArgument);
@@ -184,19 +182,6 @@ TEST(SpecLimits, AnOversizedSpecIsRefusedByItsSizeAlone) {
   ASSERT_EQ(violations.size(), 1u);
   EXPECT_EQ(violations[0].field, "spec");
   EXPECT_NE(violations[0].description.find("at most 65536"), std::string::npos);
-}
-
-TEST(SpecLimits, AHugeOrUnprintableKindIsDescribedNotQuoted) {
-  v1::JobSpec spec = Valid();
-  spec.mutable_optimizer()->set_kind(std::string(1000, 'x'));
-  std::vector<FieldViolation> violations = ViolationsOf(spec);
-  ASSERT_EQ(violations.size(), 1u);
-  EXPECT_EQ(violations[0].description,
-            "optimizer.kind (a 1000-byte string) is not one of \"sgd\", \"adamw\"");
-  spec.mutable_optimizer()->set_kind("sgd\x1b[2J");
-  violations = ViolationsOf(spec);
-  ASSERT_EQ(violations.size(), 1u);
-  EXPECT_EQ(violations[0].description.find('\x1b'), std::string::npos);
 }
 
 TEST(SpecLimits, PathsAreBoundedPrintableText) {
@@ -250,7 +235,7 @@ TEST(SpecLimits, LabelsComeFromTheYaml) {
 
 TEST(SpecLimits, DroppingEveryWindowIsRefused) {
   v1::JobSpec spec = Valid();  // 100 samples, global batch 32
-  spec.set_partial_window("drop");
+  spec.set_partial_window(v1::PARTIAL_WINDOW_DROP);
   spec.set_accumulation_steps(16);  // 128 > 100
   const std::vector<FieldViolation> violations = ViolationsOf(spec);
   ASSERT_EQ(violations.size(), 1u);

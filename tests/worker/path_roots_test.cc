@@ -47,6 +47,14 @@ class PathRootsTest : public ::testing::Test {
     return confined.ok() ? "" : confined.status().message();
   }
 
+  // What the refusal is about (its Fault), or kUnclassified when accepted.
+  Fault FaultOf(void (*set)(v1::JobSpec*, const std::string&), const std::string& value) {
+    v1::JobSpec spec;
+    set(&spec, value);
+    StatusOr<v1::JobSpec> confined = ConfinePaths(spec, roots_);
+    return confined.ok() ? Fault::kUnclassified : confined.status().fault();
+  }
+
   static void Data(v1::JobSpec* s, const std::string& v) { s->mutable_data()->set_path(v); }
   static void Labels(v1::JobSpec* s, const std::string& v) {
     s->mutable_data()->set_labels_path(v);
@@ -104,6 +112,9 @@ TEST_F(PathRootsTest, AMissingFileIsNamedWithWhereItWasLookedFor) {
   EXPECT_EQ(Refusal(Labels, "sub/absent.idx"),
             "data.labels_path \"sub/absent.idx\": no such file (looked for " + base_ +
                 "/data/sub/absent.idx; --data-root " + base_ + "/data)");
+  EXPECT_EQ(FaultOf(Labels, "sub/absent.idx"), Fault::kData) << "a missing data file is the data's";
+  EXPECT_EQ(FaultOf(Model, "absent.pt"), Fault::kSpec) << "a missing model is the spec's";
+  EXPECT_EQ(FaultOf(Data, "../elsewhere/secret.csv"), Fault::kSpec) << "leaving the roots";
 }
 
 TEST(PathRoots, WithoutRootsPathsAreLeftAsGivenAndBadRootsAreNamed) {

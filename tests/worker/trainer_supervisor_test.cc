@@ -66,7 +66,7 @@ class TrainerSupervisorTest : public ::testing::Test {
     a.set_attempt(3);
     a.add_ranks(0);
     a.set_world_size(1);
-    a.add_devices()->set_kind("cpu");
+    a.add_devices()->set_kind(v1::DEVICE_KIND_CPU);
     return a;
   }
 
@@ -106,6 +106,7 @@ TEST_F(TrainerSupervisorTest, ATrainerThatIgnoresTheCancelIsKilledAfterTheGrace)
   EXPECT_EQ(status.state(), v1::JOB_STATE_CANCELLED) << status.reason();
   EXPECT_NE(status.reason().find("killed by signal 9"), std::string::npos) << status.reason();
   EXPECT_EQ(status.attempt(), 3);
+  EXPECT_EQ(status.failure_class(), v1::FAILURE_CLASS_CANCELLED);
   EXPECT_TRUE(supervisor->RunningJobs().empty());
 }
 
@@ -131,6 +132,7 @@ TEST_F(TrainerSupervisorTest, ACrashFailsTheJobNamingTheRankTheWorkerAndTheExit)
   EXPECT_NE(status.reason().find("cannot read the data"), std::string::npos)
       << "the log's tail: " << status.reason();
   EXPECT_FALSE(status.permanent()) << "a crash may pass on a retry";
+  EXPECT_EQ(status.failure_class(), v1::FAILURE_CLASS_TRAINER_CRASHED) << "no exit message";
 }
 
 TEST_F(TrainerSupervisorTest, MoreThreadsThanTheSlotHasCoresFailsTheJobBeforeATrainerStarts) {
@@ -146,6 +148,7 @@ TEST_F(TrainerSupervisorTest, MoreThreadsThanTheSlotHasCoresFailsTheJobBeforeATr
             "threads.intra_op 4 exceeds the 2 core(s) of device slot cpu:0 on "
             "worker w1");
   EXPECT_TRUE(status.permanent()) << "the spec must change; a retry cannot help";
+  EXPECT_EQ(status.failure_class(), v1::FAILURE_CLASS_BAD_SPEC);
   EXPECT_FALSE(std::filesystem::exists(temp_.path() + "/work/job-1/rank-0.log"))
       << "no trainer was started";
 }
@@ -161,7 +164,7 @@ TEST_F(TrainerSupervisorTest, StopAllReportsItsJobsPreemptedAndStartsNothingAfte
   supervisor->StopAll();
   const v1::AssignmentStatus stopped = Terminal();
   EXPECT_EQ(stopped.state(), v1::JOB_STATE_FAILED);
-  EXPECT_TRUE(stopped.preempted());
+  EXPECT_EQ(stopped.failure_class(), v1::FAILURE_CLASS_PREEMPTED);
   EXPECT_FALSE(stopped.permanent());
   EXPECT_EQ(stopped.reason().rfind("worker w1 is shutting down; ", 0), 0u) << stopped.reason();
 
@@ -169,7 +172,7 @@ TEST_F(TrainerSupervisorTest, StopAllReportsItsJobsPreemptedAndStartsNothingAfte
   const v1::AssignmentStatus refused = Terminal();
   EXPECT_EQ(refused.job_id(), "job-2");
   EXPECT_EQ(refused.state(), v1::JOB_STATE_FAILED);
-  EXPECT_TRUE(refused.preempted());
+  EXPECT_EQ(refused.failure_class(), v1::FAILURE_CLASS_PREEMPTED);
   EXPECT_EQ(refused.reason(), "worker w1 is shutting down; not started");
   EXPECT_TRUE(supervisor->RunningJobs().empty());
 }
@@ -182,6 +185,7 @@ TEST_F(TrainerSupervisorTest, AFenceKillsAtOnceWithoutTheGrace) {
   const v1::AssignmentStatus status = Terminal();
   EXPECT_EQ(status.state(), v1::JOB_STATE_FAILED) << "(a 10-minute grace would time the wait out)";
   EXPECT_EQ(status.reason(), "the worker's lease lapsed");
+  EXPECT_EQ(status.failure_class(), v1::FAILURE_CLASS_WORKER_LOST);
 }
 
 }  // namespace

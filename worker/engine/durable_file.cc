@@ -9,8 +9,9 @@
 
 namespace accumulus::engine {
 
-Status FileError(const std::string& what, int error) {
-  std::string message = what + ": " + std::strerror(error);
+namespace {
+
+Status FileErrorCode(std::string message, int error) {
   switch (error) {
     case EACCES:
     case EPERM:
@@ -28,6 +29,12 @@ Status FileError(const std::string& what, int error) {
     default:
       return Status::Internal(std::move(message));
   }
+}
+
+}  // namespace
+
+Status FileError(const std::string& what, int error) {
+  return FileErrorCode(what + ": " + std::strerror(error), error).WithFault(Fault::kStorage);
 }
 
 Status WriteFileSynced(const std::string& temp, const std::string& data) {

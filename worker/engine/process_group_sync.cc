@@ -15,6 +15,21 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Waits for a collective. A peer that is gone or late surfaces as whatever
+// the backend throws: NCCL a c10::DistBackendError, Gloo its own exception
+// (a std::runtime_error, "Read error ... Connection reset by peer"). Each
+// leaves as a c10::DistBackendError, so that training reports a failure of
+// its peers (Fault::kPeers) and not an internal error.
+void Await(const c10::intrusive_ptr<c10d::Work>& work) {
+  try {
+    work->wait();
+  } catch (const c10::Error&) {
+    throw;  // DistBackendError already, or LibTorch's own (out of memory)
+  } catch (const std::exception& e) {
+    C10_THROW_ERROR(DistBackendError, e.what());
+  }
+}
+
 class ProcessGroupSync final : public GradientSync {
  public:
   ProcessGroupSync(c10::intrusive_ptr<c10d::Backend> group, c10::Device device, int rank,
@@ -64,7 +79,7 @@ class ProcessGroupSync final : public GradientSync {
     std::vector<torch::Tensor> one{torch::tensor({value}, torch::kInt64).to(device_)};
     c10d::AllreduceOptions options;
     options.reduceOp = c10d::ReduceOp::MIN;
-    group_->allreduce(one, options)->wait();
+    Await(group_->allreduce(one, options));
     return one[0].item<int64_t>();
   }
 
@@ -72,7 +87,7 @@ class ProcessGroupSync final : public GradientSync {
     torch::NoGradGuard no_grad;
     for (const auto& t : tensors) {
       std::vector<torch::Tensor> one{t.detach()};
-      group_->broadcast(one)->wait();
+      Await(group_->broadcast(one));
     }
   }
 
@@ -97,7 +112,7 @@ class ProcessGroupSync final : public GradientSync {
   }
 
   void Run(std::vector<torch::Tensor>& tensors, SyncStats* stats) {
-    group_->allreduce(tensors)->wait();
+    Await(group_->allreduce(tensors));
     ++stats->allreduce_calls;
     stats->bytes += Bytes(tensors[0]);
   }

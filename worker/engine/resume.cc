@@ -42,7 +42,7 @@ StatusOr<TrainingState> ResumeFrom(const TrainConfig& config, const RunIdentity&
   // the lineage after this entry would see a different history.
   if (*store != nullptr && config.rank == 0) {
     if (Status s = (*store)->RecordStart(state); !s.ok()) {
-      return Status(s.code(), "checkpoint lineage: " + s.message());
+      return s.WithContext("checkpoint lineage");
     }
   }
   return state;

@@ -143,11 +143,11 @@ Status TrainingRun::Prepare() {
   memory_->set_limit_bytes(config_.memory_limit_bytes);
 
   StatusOr<std::unique_ptr<Dataset>> dataset = MakeDataset(config_.data);
-  if (!dataset.ok()) return dataset.status();
+  if (!dataset.ok()) return dataset.status().WithFault(Fault::kData);
   data_ = std::move(*dataset);
   torch::manual_seed(config_.seed);
   StatusOr<std::unique_ptr<Model>> model = BuildModel(config_.model, data_->shape());
-  if (!model.ok()) return model.status();
+  if (!model.ok()) return model.status().WithFault(Fault::kSpec);
   model_ = std::move(*model);
   model_->To(device_);
   parameters_ = model_->Parameters();
@@ -225,10 +225,11 @@ Status TrainingRun::ProbeMicroBatch() {
   const ProbeResult probed = engine::ProbeMicroBatch(probe);
   if (probed.micro_batch == 0) {
     return Status::ResourceExhausted(
-        "micro_batch 1 does not fit the memory budget of " +
-        std::to_string(config_.memory_limit_bytes) +
-        " bytes (one sample's forward + backward plus the optimizer state needs " +
-        std::to_string(probed.table.back().peak_bytes) + ")");
+               "micro_batch 1 does not fit the memory budget of " +
+               std::to_string(config_.memory_limit_bytes) +
+               " bytes (one sample's forward + backward plus the optimizer state needs " +
+               std::to_string(probed.table.back().peak_bytes) + ")")
+        .WithFault(Fault::kMemory);
   }
   // Every rank takes the smallest choice (all are divisors of one number).
   micro_ = sync_ ? sync_->MinAcrossRanks(probed.micro_batch) : probed.micro_batch;
@@ -334,7 +335,8 @@ StatusOr<WindowResult> TrainingRun::AccumulateWindow(const Window& w) {
     model_->ZeroGrad();
     if (micro_ == 1) {
       return Status::ResourceExhausted("out of memory at micro_batch 1 in step " +
-                                       std::to_string(w.step));
+                                       std::to_string(w.step))
+          .WithFault(Fault::kMemory);
     }
     // A divisor of the current micro-batch divides every later window too.
     const int64_t smaller = LargestDivisorAtMost(micro_, micro_ / 2);
@@ -359,8 +361,7 @@ Status TrainingRun::Checkpoint(int64_t step) {
   const auto start = Clock::now();
   StatusOr<std::string> path = checkpoints_->Write(state, *model_, *optimizer_);
   if (!path.ok()) {
-    return Status(path.status().code(),
-                  "checkpoint after step " + std::to_string(step) + ": " + path.status().message());
+    return path.status().WithContext("checkpoint after step " + std::to_string(step));
   }
   checkpointed_ = step;
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
@@ -417,6 +418,10 @@ Status TrainingRun::PublishOutput() {
 Status Train(const TrainConfig& config, EventSink* sink, const TrainOptions& options) {
   try {
     return TrainingRun(config, sink, options).Run();
+  } catch (const c10::DistError& e) {
+    // A collective or the rendezvous store: a peer is gone or late.
+    return Status::Unavailable(std::string("collective: ") + e.what_without_backtrace())
+        .WithFault(Fault::kPeers);
   } catch (const c10::Error& e) {
     return Status::Internal(std::string("LibTorch: ") + e.what_without_backtrace());
   } catch (const std::exception& e) {

@@ -21,6 +21,7 @@
 #include "worker/trainer/proto_event_sink.h"
 #include "worker/trainer/run_log.h"
 #include "worker/trainer/task_config.h"
+#include "worker/trainer/trainer_exit.h"
 
 namespace {
 
@@ -81,24 +82,6 @@ int Sweep(const accumulus::v1::TrainerTask& task) {
   return 0;
 }
 
-// Failures a retry would meet again: the spec, the data, the model's fit in
-// memory at micro_batch 1, a checkpoint that does not match. A lost peer, a
-// collective timeout or a LibTorch error (INTERNAL) may pass on a retry.
-bool IsPermanent(const accumulus::Status& status) {
-  using accumulus::StatusCode;
-  switch (status.code()) {
-    case StatusCode::kInvalidArgument:
-    case StatusCode::kFailedPrecondition:
-    case StatusCode::kNotFound:
-    case StatusCode::kResourceExhausted:
-    case StatusCode::kUnimplemented:
-    case StatusCode::kDataLoss:
-      return true;
-    default:
-      return false;
-  }
-}
-
 bool ReadTask(accumulus::v1::TrainerTask* task) {
   google::protobuf::io::FileInputStream stdin_stream(STDIN_FILENO);
   return task->ParseFromZeroCopyStream(&stdin_stream);
@@ -143,13 +126,20 @@ int main(int argc, char** argv) {
   runtime.set_world_size(task.world_size());
   *runtime.mutable_batch() = task.batch();
   runtime.set_pid(getpid());
-  runtime.set_partial_window(task.spec().partial_window().empty() ? "normalize"
-                                                                  : task.spec().partial_window());
+  runtime.set_partial_window(task.spec().partial_window() ==
+                                     accumulus::v1::PARTIAL_WINDOW_UNSPECIFIED
+                                 ? accumulus::v1::PARTIAL_WINDOW_NORMALIZE
+                                 : task.spec().partial_window());
   accumulus::trainer::ProtoEventSink sink(kEventsFd, runtime,
                                           std::chrono::milliseconds(task.max_event_delay_ms()));
 
   if (!config.ok()) {
-    sink.Exit(accumulus::v1::JOB_STATE_FAILED, config.status().message(), /*permanent=*/true);
+    // Not even a config: the spec's fault, whatever the code.
+    accumulus::v1::TrainerExit exit =
+        accumulus::trainer::TrainerExitFor(config.status().WithFault(accumulus::Fault::kSpec));
+    exit.set_reason(config.status().message());
+    exit.set_permanent(true);
+    sink.Exit(exit);
     return 0;
   }
   const std::string rank_name =
@@ -164,12 +154,6 @@ int main(int argc, char** argv) {
   const accumulus::Status status = accumulus::engine::Train(*config, &sink, options);
   accumulus::trainer::LogRunEvent(
       rank_name, "training stopped: " + (status.ok() ? std::string("done") : status.ToString()));
-  if (status.ok()) {
-    sink.Exit(accumulus::v1::JOB_STATE_SUCCEEDED, "");
-  } else if (status.code() == accumulus::StatusCode::kCancelled) {
-    sink.Exit(accumulus::v1::JOB_STATE_CANCELLED, status.message());
-  } else {
-    sink.Exit(accumulus::v1::JOB_STATE_FAILED, status.ToString(), IsPermanent(status));
-  }
+  sink.Exit(accumulus::trainer::TrainerExitFor(status));
   return 0;
 }

@@ -52,9 +52,10 @@ void ProtoEventSink::OnRun(const engine::RunReport& report) {
   if (report.threads.intra_op > 0) {
     info->set_intra_op_threads(report.threads.intra_op);
     info->set_blas_threads(report.threads.blas);
-    info->set_threads_source(report.thread_trials.empty() ? "checkpoint" : "measured");
+    info->set_threads_source(report.thread_trials.empty() ? v1::THREADS_SOURCE_CHECKPOINT
+                                                          : v1::THREADS_SOURCE_MEASURED);
   } else {
-    info->set_threads_source("given");
+    info->set_threads_source(v1::THREADS_SOURCE_GIVEN);
   }
   for (const auto& t : report.thread_trials) {
     v1::ThreadTrial* trial = info->add_thread_trials();
@@ -123,11 +124,9 @@ void ProtoEventSink::OnLog(engine::LogLevel level, const std::string& text) {
   Emit(std::move(event), /*hold=*/false);
 }
 
-void ProtoEventSink::Exit(v1::JobState state, const std::string& reason, bool permanent) {
+void ProtoEventSink::Exit(const v1::TrainerExit& exit) {
   v1::TrainerMessage message;
-  message.mutable_exit()->set_state(state);
-  message.mutable_exit()->set_reason(reason);
-  message.mutable_exit()->set_permanent(permanent);
+  *message.mutable_exit() = exit;
   MutexLock lock(&mutex_);
   WriteHeldLocked();
   WriteLocked(message);

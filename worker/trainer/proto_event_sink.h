@@ -38,7 +38,7 @@ class ProtoEventSink final : public engine::EventSink {
   void OnLog(engine::LogLevel level, const std::string& text) override;
 
   // The trainer's last message; held events go first.
-  void Exit(v1::JobState state, const std::string& reason, bool permanent = false);
+  void Exit(const v1::TrainerExit& exit);
 
  private:
   // Queues `event`; `hold` lets it wait for the batch's deadline.

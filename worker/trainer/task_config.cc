@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/enum_names.h"
 #include "common/job_spec.h"
 
 namespace accumulus::trainer {
@@ -20,17 +21,17 @@ StatusOr<engine::TrainConfig> ToTrainConfig(const v1::TrainerTask& task) {
   const v1::JobSpec& spec = *normalized;
 
   engine::TrainConfig c;
-  c.model.kind = spec.model().kind();
+  c.model.kind = NameOf(spec.model().kind());
   c.model.hidden.assign(spec.model().hidden().begin(), spec.model().hidden().end());
-  c.model.norm = spec.model().norm();
+  c.model.norm = NameOf(spec.model().norm());
   c.model.path = spec.model().path();
-  c.model.loss = spec.model().loss();
+  c.model.loss = NameOf(spec.model().loss());
   c.model.d_model = spec.model().d_model();
   c.model.heads = spec.model().heads();
   c.model.layers = spec.model().layers();
   c.model.checkpoint_activations = spec.model().activation_checkpointing();
-  c.data.kind = spec.data().kind();
-  c.data.task = spec.data().task();
+  c.data.kind = NameOf(spec.data().kind());
+  c.data.task = NameOf(spec.data().task());
   c.data.samples = spec.data().samples();
   c.data.features = spec.data().features();
   c.data.outputs = spec.data().outputs();
@@ -43,10 +44,10 @@ StatusOr<engine::TrainConfig> ToTrainConfig(const v1::TrainerTask& task) {
   c.data.path = spec.data().path();
   c.data.labels_path = spec.data().labels_path();
   c.data.label_column = spec.data().label_column();
-  c.data.token_dtype = spec.data().token_dtype();
-  c.data.token_layout = spec.data().token_layout();
+  c.data.token_dtype = NameOf(spec.data().token_dtype());
+  c.data.token_layout = NameOf(spec.data().token_layout());
   c.data.separator = spec.data().separator();
-  c.optimizer.kind = spec.optimizer().kind();
+  c.optimizer.kind = NameOf(spec.optimizer().kind());
   c.optimizer.lr = spec.optimizer().lr();
   c.optimizer.momentum = spec.optimizer().momentum();
   c.optimizer.weight_decay = spec.optimizer().weight_decay();
@@ -61,10 +62,10 @@ StatusOr<engine::TrainConfig> ToTrainConfig(const v1::TrainerTask& task) {
   c.global_batch = batch->global_batch();
   c.memory_limit_bytes = spec.memory_limit_bytes();
   c.partial_window = ScheduleOf(spec, *batch).policy;
-  c.lr_schedule.kind = spec.lr_schedule().kind();
+  c.lr_schedule.kind = NameOf(spec.lr_schedule().kind());
   c.lr_schedule.warmup_steps = spec.lr_schedule().warmup_steps();
   c.lr_schedule.min_lr_ratio = spec.lr_schedule().min_lr_ratio();
-  if (spec.lr_scaling() == "linear") c.base_batch = spec.base_batch();
+  if (spec.lr_scaling() == v1::LR_SCALING_LINEAR) c.base_batch = spec.base_batch();
   c.world_size = batch->devices();
   c.rank = task.rank();
   c.attempt = task.attempt();
@@ -72,7 +73,7 @@ StatusOr<engine::TrainConfig> ToTrainConfig(const v1::TrainerTask& task) {
   c.max_steps = spec.max_steps();
   c.epochs = spec.epochs();
   c.seed = spec.seed();
-  c.normalization = spec.normalization() == "per_microbatch_mean"
+  c.normalization = spec.normalization() == v1::NORMALIZATION_PER_MICROBATCH_MEAN
                         ? engine::Normalization::kPerMicrobatchMean
                         : engine::Normalization::kExact;
   c.device = task.device().empty() ? "cpu" : task.device();
@@ -85,10 +86,10 @@ StatusOr<engine::TrainConfig> ToTrainConfig(const v1::TrainerTask& task) {
     c.checkpoint_every_steps = spec.checkpoint().every_steps();
     c.checkpoint_keep = spec.checkpoint().keep() > 0 ? spec.checkpoint().keep() : 3;
   }
-  c.precision = spec.precision() == "bf16"   ? engine::Precision::kBf16
-                : spec.precision() == "fp16" ? engine::Precision::kFp16
-                                             : engine::Precision::kFp32;
-  c.loss_scaling = spec.loss_scaling() == "dynamic";
+  c.precision = spec.precision() == v1::PRECISION_BF16   ? engine::Precision::kBf16
+                : spec.precision() == v1::PRECISION_FP16 ? engine::Precision::kFp16
+                                                         : engine::Precision::kFp32;
+  c.loss_scaling = spec.loss_scaling() == v1::LOSS_SCALING_DYNAMIC;
   if (spec.initial_loss_scale() > 0) c.loss_scaler.initial_scale = spec.initial_loss_scale();
   if (spec.loss_scale_growth_interval() > 0) {
     c.loss_scaler.growth_interval = spec.loss_scale_growth_interval();
