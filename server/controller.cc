@@ -82,8 +82,12 @@ StatusOr<std::unique_ptr<Controller>> Controller::Start(const ControllerOptions&
     StatusOr<std::unique_ptr<JobStore>> store = JobStore::Open(options.state_db);
     if (!store.ok()) return store.status();
     c->store_ = std::move(*store);
+    StatusOr<std::unique_ptr<EventArchive>> archive = EventArchive::Open(options.state_db);
+    if (!archive.ok()) return archive.status();
+    c->archive_ = std::move(*archive);
   }
-  c->jobs_ = std::make_unique<JobManager>(c->metrics_.get(), c->store_.get());
+  c->jobs_ = std::make_unique<JobManager>(c->metrics_.get(), c->store_.get(), c->archive_.get(),
+                                          static_cast<size_t>(options.events_in_memory));
   c->jobs_->set_keep_finished(options.keep_finished_jobs);
   // Before serving: a client must never see a job missing that was there.
   if (Status s = c->jobs_->Recover(std::chrono::milliseconds(options.worker_grace_ms)); !s.ok()) {

@@ -20,6 +20,7 @@
 #include "server/access_policy.h"
 #include "server/controller_metrics.h"
 #include "server/controller_service.h"
+#include "server/event_archive.h"
 #include "server/job_manager.h"
 #include "server/job_store.h"
 #include "server/state_lock.h"
@@ -50,6 +51,9 @@ struct ControllerOptions {
   std::string state_db;
   // Finished jobs kept, with their events (older ones are deleted).
   int64_t keep_finished_jobs = 1000;
+  // Each job's newest events held in memory (with a state database; older
+  // ones are read from it when a watcher replays them).
+  int64_t events_in_memory = static_cast<int64_t>(JobManager::kEventsInMemory);
   // After a restart, how long workers have to reconnect and claim the
   // ranks they run before those count as lost.
   int worker_grace_ms = 30000;
@@ -76,6 +80,7 @@ class Controller {
   std::unique_ptr<ControllerMetrics> metrics_;
   // Before the job manager: its writer commits to the store until it goes.
   std::unique_ptr<JobStore> store_;
+  std::unique_ptr<EventArchive> archive_;  // the store's events, for replays
   std::unique_ptr<JobManager> jobs_;
   std::unique_ptr<AccessPolicy> access_;
   std::unique_ptr<ControllerService> controller_service_;

@@ -35,7 +35,7 @@ JobRecord& JobLifecycle::Submit(v1::JobSpec spec, v1::BatchPlan batch, const std
   std::string id = NewJobId();
   while (jobs_.count(id) != 0) id = NewJobId();
   JobRecord& record = jobs_[id];
-  record.log = std::make_shared<EventLog>(id);
+  record.log = NewLog(id);
   record.job.set_id(id);
   record.job.set_owner(owner);
   record.job.set_request_id(request_id);
@@ -50,6 +50,15 @@ JobRecord& JobLifecycle::Submit(v1::JobSpec spec, v1::BatchPlan batch, const std
   SetState(&record, v1::JOB_STATE_QUEUED,
            "waiting for " + std::to_string(record.job.batch().devices()) + " free device slot(s)");
   return record;
+}
+
+std::shared_ptr<EventLog> JobLifecycle::NewLog(const std::string& job_id) const {
+  if (archive_ == nullptr) return std::make_shared<EventLog>(job_id);
+  EventArchive* archive = archive_;
+  return std::make_shared<EventLog>(
+      job_id, EventLog::Options{events_in_memory_, [archive, job_id](int64_t after, int max) {
+                                  return archive->Read(job_id, after, max);
+                                }});
 }
 
 google::protobuf::Timestamp JobLifecycle::SubmissionTime() {
@@ -70,9 +79,9 @@ JobRecord& JobLifecycle::Restore(JobStore::StoredJob stored) {
   JobRecord& record = jobs_[id];
   record.job = std::move(stored.job);
   const v1::JobState state = record.job.state();
-  record.last_sequence = stored.events.empty() ? 0 : stored.events.back().sequence();
-  record.log = std::make_shared<EventLog>(id);
-  record.log->Restore(std::move(stored.events), IsTerminal(state));
+  record.last_sequence = stored.last_sequence;
+  record.log = NewLog(id);
+  record.log->Restore(std::move(stored.events), stored.last_sequence, IsTerminal(state));
   order_.insert(ListPosition::Of(record.job));
   last_submitted_ = std::max(last_submitted_, ListPosition::Of(record.job));
   if (IsTerminal(state)) finished_.push_back(id);

@@ -22,6 +22,7 @@
 #include "accumulus/v1/controller.pb.h"
 #include "accumulus/v1/worker.pb.h"
 #include "common/status.h"
+#include "server/event_archive.h"
 #include "server/event_recorder.h"
 #include "server/job_listing.h"
 #include "server/job_metrics.h"
@@ -34,9 +35,17 @@ namespace accumulus::server {
 
 class JobLifecycle {
  public:
+  // With an `archive` (the state database's events), each job's log keeps
+  // its newest `events_in_memory` events and reads older ones from there;
+  // without one, a log keeps every event.
   JobLifecycle(WorkerRegistry* workers, RankReports* reports, EventRecorder* recorder,
-               JobMetrics* metrics)
-      : workers_(workers), reports_(reports), recorder_(recorder), metrics_(metrics) {}
+               JobMetrics* metrics, EventArchive* archive = nullptr, size_t events_in_memory = 0)
+      : workers_(workers),
+        reports_(reports),
+        recorder_(recorder),
+        metrics_(metrics),
+        archive_(archive),
+        events_in_memory_(events_in_memory) {}
 
   // A new job (attempt 1) with a new id, owned by `owner`, queued;
   // `request_id` ("": none) finds it again (FindRequest).
@@ -113,6 +122,8 @@ class JobLifecycle {
   void CountFailedAttempt(JobRecord* record, v1::FailureClass failure_class);
   // The next attempt's number; its progress starts unknown.
   static void NextAttempt(v1::Job* job);
+  // A job's event log, bounded as set_event_archive says.
+  std::shared_ptr<EventLog> NewLog(const std::string& job_id) const;
   // Now, or just after the newest job's submission time if the clock says
   // otherwise.
   google::protobuf::Timestamp SubmissionTime();
@@ -121,6 +132,8 @@ class JobLifecycle {
   RankReports* const reports_;
   EventRecorder* const recorder_;
   JobMetrics* const metrics_;
+  EventArchive* const archive_;
+  const size_t events_in_memory_;
 
   std::map<std::string, JobRecord> jobs_;
   std::set<ListPosition> order_;  // submission order

@@ -121,15 +121,16 @@ std::vector<v1::WorkerInfo> JobManager::Workers() const {
 
 Status JobManager::Recover(std::chrono::milliseconds worker_grace) {
   if (store_ == nullptr) return Status::Ok();
-  StatusOr<std::vector<JobStore::StoredJob>> stored = store_->Load();
+  // What each rank's trainer had sent, so that a resent event is known as
+  // such: from every stored event (the logs keep only the newest), here,
+  // outside the lock.
+  RankReports received;
+  StatusOr<std::vector<JobStore::StoredJob>> stored = store_->Load(
+      events_in_memory_, [&received](const std::string& job_id, const v1::JobEvent& event) {
+        received.NoteStored(job_id, event);
+      });
   if (!stored.ok()) return stored.status();
   const size_t count = stored->size();
-  // What each rank's trainer had sent, so that a resent event is known as
-  // such: read from all the stored events here, outside the lock.
-  RankReports received;
-  for (const JobStore::StoredJob& s : *stored) {
-    for (const v1::JobEvent& event : s.events) received.NoteStored(s.job.id(), event);
-  }
   MutexLock lock(&mutex_);
   reports_ = std::move(received);  // before any worker connects: nothing is pending
   const auto deadline = std::chrono::steady_clock::now() + worker_grace;

@@ -54,13 +54,22 @@ class JobManager {
   // Queues a message on a worker's link; must not block.
   using WorkerSender = WorkerRegistry::Sender;
 
+  // The newest events of a job its log keeps in memory by default (with an
+  // archive): a few megabytes however long the job runs.
+  static constexpr size_t kEventsInMemory = 4096;
+
   // `store` (may be null: state in memory only) receives every job change
-  // and event; Recover() reads it back.
-  explicit JobManager(ControllerMetrics* metrics, JobStore* store = nullptr)
+  // and event; Recover() reads it back. `archive` (the store's events, read
+  // on a connection of its own; may be null) lets each job keep only its
+  // newest `events_in_memory` events in memory, older ones read from the
+  // store when a watcher replays them; without one, every event stays.
+  explicit JobManager(ControllerMetrics* metrics, JobStore* store = nullptr,
+                      EventArchive* archive = nullptr, size_t events_in_memory = kEventsInMemory)
       : store_(store),
+        events_in_memory_(archive != nullptr ? events_in_memory : 0),
         metrics_(metrics),
         recorder_(&writer_, metrics->events_total),
-        jobs_(&workers_, &reports_, &recorder_, &metrics_),
+        jobs_(&workers_, &reports_, &recorder_, &metrics_, archive, events_in_memory_),
         scheduler_(&jobs_, &workers_, &recorder_, &metrics_),
         ingest_(&jobs_, &reports_, &recorder_, &metrics_),
         writer_(store, metrics->store_errors) {}
@@ -159,6 +168,8 @@ class JobManager {
   bool LoseAwaitedWorkers(std::chrono::steady_clock::time_point now) REQUIRES(mutex_);
 
   JobStore* const store_;
+  // What a recovered job's log keeps (0: every event).
+  const size_t events_in_memory_;
   JobMetrics metrics_;  // thread-safe: it only updates metric families
 
   // The parts, one job each (see their headers); plain classes that take the

@@ -2,6 +2,8 @@
 
 #include <sqlite3.h>
 
+#include <deque>
+#include <iterator>
 #include <utility>
 
 #include "server/job_state.h"
@@ -205,7 +207,8 @@ Status JobStore::Commit(const std::vector<Change>& changes,
   return Status::Ok();
 }
 
-StatusOr<std::vector<JobStore::StoredJob>> JobStore::Load() {
+StatusOr<std::vector<JobStore::StoredJob>> JobStore::Load(size_t keep_events,
+                                                          const EventVisitor& each_event) {
   std::vector<StoredJob> out;
   Statement jobs(db_, "SELECT job FROM jobs ORDER BY number");
   if (!jobs.ok()) return Error("loading jobs");
@@ -221,16 +224,22 @@ StatusOr<std::vector<JobStore::StoredJob>> JobStore::Load() {
   for (StoredJob& stored : out) {
     Statement events(db_, "SELECT event FROM events WHERE job_id = ?1 ORDER BY sequence");
     events.Bind(1, stored.job.id());
+    // The newest `keep_events`, in a ring while the rest streams past.
+    std::deque<v1::JobEvent> newest;
     while ((rc = sqlite3_step(events.get())) == SQLITE_ROW) {
       v1::JobEvent event;
-      if (!event.ParseFromString(events.Blob(0)) ||
-          event.sequence() != static_cast<int64_t>(stored.events.size()) + 1) {
+      if (!event.ParseFromString(events.Blob(0)) || event.sequence() != stored.last_sequence + 1) {
         return Status::DataLoss("state database " + path_ + ": the events of job " +
                                 stored.job.id() + " are damaged near sequence " +
-                                std::to_string(stored.events.size() + 1));
+                                std::to_string(stored.last_sequence + 1));
       }
-      stored.events.push_back(std::move(event));
+      stored.last_sequence = event.sequence();
+      if (each_event) each_event(stored.job.id(), event);
+      newest.push_back(std::move(event));
+      if (keep_events > 0 && newest.size() > keep_events) newest.pop_front();
     }
+    stored.events.assign(std::make_move_iterator(newest.begin()),
+                         std::make_move_iterator(newest.end()));
     if (rc != SQLITE_DONE) return Error("loading the events of job " + stored.job.id());
   }
   return out;

@@ -7,6 +7,7 @@
 // dying at any point (kill -9); a power loss may drop the last transactions.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -24,7 +25,10 @@ class JobStore {
  public:
   struct StoredJob {
     v1::Job job;
-    std::vector<v1::JobEvent> events;  // sequence order, from 1
+    // Its newest events (all of them unless Load was told to keep fewer),
+    // in sequence order, the last one numbered `last_sequence`.
+    std::vector<v1::JobEvent> events;
+    int64_t last_sequence = 0;
   };
 
   // Opens the database at `path`, creating it (and its schema) when missing.
@@ -47,8 +51,12 @@ class JobStore {
   // Commit of one change.
   Status Record(const v1::Job& job, const std::vector<const v1::JobEvent*>& events);
 
-  // Every job, in submission order, with its events.
-  StatusOr<std::vector<StoredJob>> Load();
+  // Every job, in submission order, with its newest `keep_events` events
+  // (0: all). `each_event`, if given, sees every stored event of every job,
+  // in order, kept or not.
+  using EventVisitor = std::function<void(const std::string& job_id, const v1::JobEvent& event)>;
+  StatusOr<std::vector<StoredJob>> Load(size_t keep_events = 0,
+                                        const EventVisitor& each_event = nullptr);
 
   // Commit of deletions (the job manager's retention decides which).
   Status Delete(const std::vector<std::string>& job_ids);

@@ -59,6 +59,11 @@ int main(int argc, char** argv) {
                  "finished jobs kept with their events (0: all)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  app.add_option("--events-in-memory", options.events_in_memory,
+                 "each job's newest events held in memory; older ones are read from the state "
+                 "database when a watcher replays them")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app.add_option("--worker-grace-ms", options.worker_grace_ms,
                  "after a restart, how long workers have to reconnect and claim their ranks")
       ->check(CLI::Range(0, 3600000))

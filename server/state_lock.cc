@@ -40,8 +40,7 @@ std::string Identity() {
 StatusOr<std::unique_ptr<StateLock>> StateLock::Acquire(const std::string& lock_path) {
   const int fd = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) {
-    return Status::Unavailable("cannot open the state lock " + lock_path + ": " +
-                               OsError(errno));
+    return Status::Unavailable("cannot open the state lock " + lock_path + ": " + OsError(errno));
   }
   if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
     const int error = errno;

@@ -1,5 +1,6 @@
 #include "server/watch_reactor.h"
 
+#include "common/grpc_status.h"
 #include "common/mutex.h"
 
 namespace accumulus::server {
@@ -26,12 +27,21 @@ void WatchReactor::Link::Detach() {
 }
 
 void WatchReactor::Pump() {
-  enum { kNothing, kWrite, kFinish, kEndStream } action = kNothing;
+  enum { kNothing, kWrite, kFinish, kEndStream, kFail } action = kNothing;
   grpc::WriteOptions options;
+  Status failed;
   {
     MutexLock lock(&mutex_);
     if (writing_ || cancelled_ || finish_called_) return;
-    if (log_->Read(sent_through_, &message_)) {
+    // A batch at a time: events older than the log keeps in memory come
+    // from the database, one read per batch, not per event.
+    if (ahead_.empty()) failed = log_->ReadAfter(sent_through_, kReadBatch, &ahead_);
+    if (!failed.ok()) {
+      finish_called_ = true;
+      action = kFail;
+    } else if (!ahead_.empty()) {
+      message_ = std::move(ahead_.front());
+      ahead_.pop_front();
       writing_ = true;
       sent_through_ = message_.sequence();
       action = kWrite;
@@ -41,7 +51,9 @@ void WatchReactor::Pump() {
       // newest event always goes out at once. Never the first write: it
       // carries the initial metadata, and a hinted batch with it never
       // completes (grpc/grpc#12975, #34231).
-      if (wrote_any_ && log_->last_sequence() > sent_through_) options.set_buffer_hint();
+      if (wrote_any_ && (!ahead_.empty() || log_->last_sequence() > sent_through_)) {
+        options.set_buffer_hint();
+      }
       wrote_any_ = true;
     } else if (log_->closed()) {
       finish_called_ = true;
@@ -59,6 +71,7 @@ void WatchReactor::Pump() {
   if (action == kEndStream) {
     Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the controller is shutting down"));
   }
+  if (action == kFail) Finish(ToGrpcStatus(failed));
 }
 
 void WatchReactor::OnWriteDone(bool ok) {

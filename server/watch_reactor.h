@@ -6,6 +6,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <deque>
 #include <memory>
 #include <mutex>
 
@@ -42,6 +43,9 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::JobEvent> {
   // Starts the next write, or finishes once the log is closed and drained.
   void Pump();
 
+  // Events read from the log at once, at most.
+  static constexpr int kReadBatch = 256;
+
   const std::shared_ptr<EventLog> log_;
   ControllerMetrics* const metrics_;
   std::shared_ptr<Link> link_;
@@ -53,6 +57,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::JobEvent> {
   bool cancelled_ GUARDED_BY(mutex_) = false;
   bool finish_called_ GUARDED_BY(mutex_) = false;  // gRPC needs exactly one Finish
   v1::JobEvent message_ GUARDED_BY(mutex_);  // owned by gRPC between StartWrite and OnWriteDone
+  std::deque<v1::JobEvent> ahead_ GUARDED_BY(mutex_);  // read from the log, not yet written
 };
 
 }  // namespace accumulus::server

@@ -222,6 +222,28 @@ TEST_F(ClusterTest, MetricsEndpointPassesPromtool) {
   EXPECT_EQ((*check)->Wait().exit_code, 0) << output;
 }
 
+// A controller that keeps 3 events of a job in memory: a watcher that comes
+// after the job ended reads all of them, from the state database, in order,
+// as a watcher that followed it live did.
+TEST(EventsInMemory, AReplayFromTheStartReadsWhatMemoryNoLongerHolds) {
+  TestCluster cluster({"--events-in-memory", "3"});
+  cluster.StartWorker();
+  CliResult live =
+      cluster.Cli({"-o", "json", "submit", cluster.WriteSpec("small.yaml", kSmallJob), "--watch"});
+  ASSERT_EQ(live.exit_code, 0) << live.stderr_text;
+  const std::string id = FromJson<v1::Job>(live.lines.at(0)).id();
+  CliResult replay = cluster.Cli({"-o", "json", "watch", id});
+  ASSERT_EQ(replay.exit_code, 0) << replay.stderr_text;
+  ASSERT_GT(replay.lines.size(), 10u) << "far more events than memory holds";
+  ASSERT_EQ(replay.lines.size() + 1, live.lines.size()) << "the job, then each event";
+  for (size_t i = 0; i < replay.lines.size(); ++i) {
+    const v1::JobEvent event = FromJson<v1::JobEvent>(replay.lines[i]);
+    ASSERT_EQ(event.sequence(), static_cast<int64_t>(i) + 1) << replay.lines[i];
+    EXPECT_EQ(replay.lines[i], live.lines.at(i + 1)) << "the same event as the live watcher saw";
+  }
+  EXPECT_EQ(FromJson<v1::JobEvent>(replay.lines.back()).state().state(), v1::JOB_STATE_SUCCEEDED);
+}
+
 // A worker without thread defaults, a spec without threads: each rank
 // measures its split of the slot's cores on the job's micro-batch, and the
 // job reports what it tried and what it took.

@@ -2,11 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <deque>
 #include <regex>
 #include <set>
 
 #include "common/metrics/registry.h"
 #include "common/mutex.h"
+#include "server/event_archive.h"
 #include "tests/support/temp_dir.h"
 
 namespace accumulus::server {
@@ -17,6 +19,15 @@ namespace {
 std::shared_ptr<EventLog> Log(JobManager& jobs, const std::string& job_id) {
   jobs.Flush();
   return *jobs.Events(job_id);
+}
+
+// The event after sequence number `after`, if the log has one.
+bool Read(const EventLog& log, int64_t after, v1::JobEvent* out) {
+  std::deque<v1::JobEvent> one;
+  EXPECT_TRUE(log.ReadAfter(after, 1, &one).ok());
+  if (one.empty()) return false;
+  *out = one.front();
+  return true;
 }
 
 v1::JobSpec SmallSpec() {
@@ -338,7 +349,7 @@ TEST_F(JobManagerTest, ASupersededAttemptsEventsAreRecordedAsStaleOnce) {
   std::vector<std::string> seen;
   const std::shared_ptr<EventLog> log = Log(jobs_, id);
   v1::JobEvent e;
-  for (int64_t after = 0; log->Read(after, &e); ++after) {
+  for (int64_t after = 0; Read(*log, after, &e); ++after) {
     if (!e.has_step()) continue;
     seen.push_back(std::to_string(e.attempt()) + (e.stale() ? "s" : "") + ":" +
                    std::to_string(e.step().step()));
@@ -392,7 +403,7 @@ TEST_F(JobManagerTest, EventsGetConsecutiveSequenceNumbers) {
   ASSERT_EQ((*log)->last_sequence(), 4);
   for (int64_t seq = 0; seq < 4; ++seq) {
     v1::JobEvent event;
-    ASSERT_TRUE((*log)->Read(seq, &event));
+    ASSERT_TRUE(Read(**log, seq, &event));
     EXPECT_EQ(event.sequence(), seq + 1);
     EXPECT_EQ(event.job_id(), id);
   }
@@ -513,7 +524,7 @@ TEST_F(JobManagerTest, MergesTheRanksStepReportsIntoOneEvent) {
   report("w1", 0, 0.1);
   ASSERT_EQ(Log(jobs_, id)->last_sequence(), before + 1);
   v1::JobEvent merged;
-  ASSERT_TRUE(Log(jobs_, id)->Read(before, &merged));
+  ASSERT_TRUE(Read(*Log(jobs_, id), before, &merged));
   ASSERT_EQ(merged.step().ranks_size(), 2);
   EXPECT_EQ(merged.step().ranks(0).worker_id(), "w1");
   EXPECT_EQ(merged.step().ranks(1).worker_id(), "w2");
@@ -746,6 +757,64 @@ class RecoveryTest : public JobManagerTest {
   }
   const testing::TempDir temp_;
 };
+
+// A job's log keeps its newest events in memory, the rest in the store,
+// before and after a restart: a replay from the first event gets every one,
+// in order, and a resent report is still known for one.
+TEST_F(RecoveryTest, ALogKeepsOnlyItsNewestEventsInMemoryAndReadsTheRestFromTheStore) {
+  constexpr size_t kKeep = 8;
+  constexpr int64_t kSteps = 100;
+  std::string id;
+  int64_t last_sequence = 0;
+  {
+    auto store = OpenStore();
+    auto archive = EventArchive::Open(temp_.path() + "/state.db");
+    ASSERT_TRUE(archive.ok()) << archive.status().ToString();
+    JobManager before(&metrics_, store.get(), archive->get(), kKeep);
+    std::vector<v1::ControllerMessage> inbox;
+    before.WorkerConnected(Worker("w1", 1), Inbox(&inbox));
+    id = before.Submit(SmallSpec(), kOwner)->id();
+    before.RecordStatus("w1", Ended(id, v1::JOB_STATE_RUNNING, ""));
+    for (int64_t step = 1; step <= kSteps; ++step) before.RecordEvents("w1", StepReport(id, step));
+    const std::shared_ptr<EventLog> log = Log(before, id);
+    last_sequence = log->last_sequence();
+    EXPECT_GT(last_sequence, kSteps);
+    EXPECT_EQ(log->events_in_memory(), kKeep);
+    v1::JobEvent e;
+    for (int64_t after = 0; after < last_sequence; ++after) {
+      ASSERT_TRUE(Read(*log, after, &e)) << after;
+      ASSERT_EQ(e.sequence(), after + 1);
+    }
+  }  // the controller dies
+
+  metrics::Registry registry;
+  ControllerMetrics metrics(&registry);
+  auto store = OpenStore();
+  auto archive = EventArchive::Open(temp_.path() + "/state.db");
+  ASSERT_TRUE(archive.ok());
+  JobManager after(&metrics, store.get(), archive->get(), kKeep);
+  ASSERT_TRUE(after.Recover(std::chrono::seconds(60)).ok());
+  const std::shared_ptr<EventLog> log = Log(after, id);
+  EXPECT_EQ(log->last_sequence(), last_sequence);
+  EXPECT_EQ(log->events_in_memory(), kKeep) << "recovered: only the newest are loaded";
+  std::deque<v1::JobEvent> all;
+  for (int64_t after = 0; after < last_sequence;) {
+    ASSERT_TRUE(log->ReadAfter(after, 1000, &all).ok());
+    ASSERT_EQ(all.back().sequence(), static_cast<int64_t>(all.size()));
+    after = all.back().sequence();
+  }
+  EXPECT_EQ(static_cast<int64_t>(all.size()), last_sequence);
+  EXPECT_EQ(all.front().sequence(), 1);
+
+  // Step 3's report again (a worker resending after the restart): known,
+  // though the log no longer holds it in memory.
+  std::vector<v1::ControllerMessage> inbox;
+  v1::Register back = Worker("w1", 1);
+  back.add_running_job_ids(id);
+  after.WorkerConnected(back, Inbox(&inbox));
+  after.RecordEvents("w1", StepReport(id, 3));
+  EXPECT_EQ(Log(after, id)->last_sequence(), last_sequence) << "a duplicate is not recorded";
+}
 
 TEST_F(RecoveryTest, JobsAndTheirEventsSurviveAndWorkersClaimTheirRanks) {
   std::string running, queued;

@@ -2,7 +2,8 @@
 // the live tail, ending after the job's final event; a watcher that reads
 // nothing delays no other watcher; a watcher that goes away in the middle of
 // a write ends its stream and leaves the log; a stopping controller ends
-// the streams.
+// the streams. The log keeps 4 events in memory: replays read the rest
+// from its store.
 #include "server/watch_reactor.h"
 
 #include <grpcpp/grpcpp.h>
@@ -14,6 +15,7 @@
 
 #include "accumulus/v1/controller.grpc.pb.h"
 #include "common/metrics/registry.h"
+#include "common/mutex.h"
 #include "server/controller_metrics.h"
 #include "server/event_log.h"
 
@@ -50,8 +52,25 @@ class WatchReactorTest : public ::testing::Test {
   void Append(const std::string& text, bool closes = false) {
     v1::JobEvent event;
     event.mutable_log()->set_text(text);
-    log_->Append(std::move(event), closes);
+    const v1::JobEvent stored = log_->Append(std::move(event), closes);
+    {
+      MutexLock lock(&stored_mutex_);
+      stored_.push_back(stored);
+    }
     log_->Notify();
+  }
+
+  // The state database, as far as the log is concerned: every event
+  // appended. The log keeps only the newest few in memory, so that a replay
+  // reads the rest from here (in batches) as a controller's would.
+  StatusOr<std::vector<v1::JobEvent>> Stored(int64_t after, int max) {
+    MutexLock lock(&stored_mutex_);
+    std::vector<v1::JobEvent> out;
+    for (size_t i = static_cast<size_t>(after);
+         i < stored_.size() && out.size() < static_cast<size_t>(max); ++i) {
+      out.push_back(stored_[i]);
+    }
+    return out;
   }
 
   // A watcher on its own channel, as separate clients are.
@@ -71,7 +90,10 @@ class WatchReactorTest : public ::testing::Test {
     return w;
   }
 
-  const std::shared_ptr<EventLog> log_ = std::make_shared<EventLog>("job-1");
+  Mutex stored_mutex_;
+  std::vector<v1::JobEvent> stored_ GUARDED_BY(stored_mutex_);
+  const std::shared_ptr<EventLog> log_ = std::make_shared<EventLog>(
+      "job-1", EventLog::Options{4, [this](int64_t after, int max) { return Stored(after, max); }});
   metrics::Registry registry_;
   ControllerMetrics metrics_{&registry_};
   OneJobService service_{log_, &metrics_};
