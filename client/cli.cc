@@ -105,7 +105,9 @@ int Watch(ControllerClient& client, const GlobalFlags& flags, const std::string&
   // A dropped connection or a controller restart: follow on from the last
   // event seen, so nothing is shown twice or missed (the controller keeps
   // every event). The call waits until the controller is reachable again.
-  while (status.code() == StatusCode::kUnavailable) {
+  // CANCELLED too: this client never cancels its watch, so the controller
+  // did (a call that reached it while it was stopping).
+  while (status.code() == StatusCode::kUnavailable || status.code() == StatusCode::kCancelled) {
     std::cerr << "lost the controller (" << status.message() << "); reconnecting after event "
               << last_sequence << "...\n";
     status = client.Watch(job_id, last_sequence, on_event);

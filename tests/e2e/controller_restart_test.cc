@@ -65,7 +65,8 @@ TEST_P(ControllerRestartBy, AJobRunsThroughItAndAWatcherSeesEveryStepOnce) {
       restarted = true;
     }
   }
-  EXPECT_EQ(watch->Wait().exit_code, 0) << "the job succeeded";
+  EXPECT_EQ(watch->Wait().exit_code, 0)
+      << "the job succeeded; the watch said: " << ReadFile(watch_stderr);
   ASSERT_TRUE(restarted);
 
   CliResult got = cluster.Cli({"-o", "json", "get", id});

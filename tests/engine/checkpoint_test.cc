@@ -38,6 +38,7 @@ TrainConfig Job(const std::string& optimizer, const std::string& dir) {
   c.epochs = 2;  // 12 steps
   c.seed = 9;
   c.checkpoint_dir = dir;
+  c.job_id = "job-written";
   c.checkpoint_every_steps = 3;
   return c;
 }
@@ -175,6 +176,20 @@ TEST_F(CheckpointDamage, AnotherRunsCheckpointIsNotResumed) {
   EXPECT_EQ(run->sink.run.resumed_from_step, 0);
   ASSERT_FALSE(run->sink.logs.empty());
   EXPECT_NE(run->sink.logs.front().find("belongs to another run (seed 9"), std::string::npos)
+      << run->sink.logs.front();
+}
+
+// A job's checkpoints name it: another job (its directory copied, or a
+// shared one) never resumes them, even on the same trajectory.
+TEST_F(CheckpointDamage, AnotherJobsCheckpointIsNotResumed) {
+  TrainConfig same = Job("adamw", dir_);
+  same.job_id = "job-other";
+  const auto run = RunTraining(same);
+  ASSERT_TRUE(run->status.ok());
+  EXPECT_EQ(run->sink.run.resumed_from_step, 0);
+  ASSERT_FALSE(run->sink.logs.empty());
+  EXPECT_NE(run->sink.logs.front().find("written by job job-written, not by job job-other"),
+            std::string::npos)
       << run->sink.logs.front();
 }
 

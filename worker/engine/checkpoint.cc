@@ -84,6 +84,7 @@ Status CheckpointStore::RecordStart(const TrainingState& resumed) {
 StatusOr<std::string> CheckpointStore::Write(const TrainingState& state, const Model& model,
                                              torch::optim::Optimizer& optimizer) {
   torch::serialize::OutputArchive archive;
+  archive.write("job_id", c10::IValue(state.identity.job_id));
   archive.write("seed", c10::IValue(static_cast<int64_t>(state.identity.seed)));
   archive.write("global_batch", c10::IValue(state.identity.global_batch));
   archive.write("samples_per_epoch", c10::IValue(state.identity.samples_per_epoch));
@@ -183,6 +184,9 @@ StatusOr<TrainingState> CheckpointStore::LoadLatest(const RunIdentity& identity,
       archive.load_from(payload->data(), payload->size(),
                         current.empty() ? c10::optional<torch::Device>()
                                         : c10::optional<torch::Device>(current[0].device()));
+      c10::IValue value;
+      // Absent from checkpoints written before jobs were recorded in them.
+      if (archive.try_read("job_id", value)) state.identity.job_id = value.toStringRef();
       state.identity.seed = static_cast<uint64_t>(ReadInt(archive, "seed"));
       state.identity.global_batch = ReadInt(archive, "global_batch");
       state.identity.samples_per_epoch = ReadInt(archive, "samples_per_epoch");
@@ -191,7 +195,6 @@ StatusOr<TrainingState> CheckpointStore::LoadLatest(const RunIdentity& identity,
       state.applied_steps = ReadInt(archive, "applied_steps");
       state.micro_batch = ReadInt(archive, "micro_batch");
       state.world_size = ReadInt(archive, "world_size");
-      c10::IValue value;
       // Absent from checkpoints written before thread splits were recorded.
       if (archive.try_read("intra_op_threads", value)) {
         state.threads.intra_op = static_cast<int>(value.toInt());
@@ -216,6 +219,11 @@ StatusOr<TrainingState> CheckpointStore::LoadLatest(const RunIdentity& identity,
       }
     } catch (const c10::Error& e) {
       skipped->push_back(path + ": unreadable archive (" + e.what_without_backtrace() + ")");
+      continue;
+    }
+    if (!state.identity.job_id.empty() && state.identity.job_id != identity.job_id) {
+      skipped->push_back(path + ": written by job " + state.identity.job_id + ", not by " +
+                         (identity.job_id.empty() ? "this run" : "job " + identity.job_id));
       continue;
     }
     if (state.identity.seed != identity.seed ||

@@ -32,6 +32,9 @@ namespace accumulus::engine {
 
 // What identifies a run's trajectory: checked on load.
 struct RunIdentity {
+  // The job that wrote it ("": none, or a checkpoint from before jobs were
+  // recorded, which any job of the same trajectory may resume).
+  std::string job_id;
   uint64_t seed = 0;
   int64_t global_batch = 0;
   int64_t samples_per_epoch = 0;

@@ -139,6 +139,10 @@ struct TrainConfig {
   // holds a checkpoint of the same run resumes from the newest readable one;
   // every rank must see the dir (shared storage across machines).
   std::string checkpoint_dir;
+  // The job the run belongs to ("" outside a job): its checkpoints carry
+  // it, and a checkpoint of another job is never resumed, whatever
+  // directory it lies in.
+  std::string job_id;
   int64_t checkpoint_every_steps = 0;
   int64_t checkpoint_keep = 3;
 

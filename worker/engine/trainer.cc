@@ -175,7 +175,7 @@ Status TrainingRun::Prepare() {
 }
 
 Status TrainingRun::Resume() {
-  identity_ = {config_.seed,
+  identity_ = {config_.job_id, config_.seed,
                config_.global_batch > 0
                    ? config_.global_batch
                    : config_.micro_batch * config_.accumulation_steps * config_.world_size,

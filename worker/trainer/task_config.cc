@@ -83,6 +83,7 @@ StatusOr<engine::TrainConfig> ToTrainConfig(const v1::TrainerTask& task) {
   c.output_path = spec.output();
   if (!spec.checkpoint().dir().empty()) {
     c.checkpoint_dir = spec.checkpoint().dir() + "/" + task.job_id();
+    c.job_id = task.job_id();
     c.checkpoint_every_steps = spec.checkpoint().every_steps();
     c.checkpoint_keep = spec.checkpoint().keep() > 0 ? spec.checkpoint().keep() : 3;
   }
