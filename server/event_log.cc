@@ -58,6 +58,11 @@ Status EventLog::ReadAfter(int64_t after, int max, std::deque<v1::JobEvent>* out
   const int wanted = static_cast<int>(std::min<int64_t>(max, first_in_memory - 1 - after));
   StatusOr<std::vector<v1::JobEvent>> older = options_.older(after, wanted);
   if (!older.ok()) return older.status();
+  // Recorded, yet not in the database: the job was deleted since (pruned).
+  if (older->empty()) {
+    return Status::NotFound("the events of job " + job_id_ + " after " + std::to_string(after) +
+                            " are no longer stored (the job was deleted)");
+  }
   for (v1::JobEvent& event : *older) out->push_back(std::move(event));
   return Status::Ok();
 }

@@ -42,6 +42,13 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::JobEvent> {
 
   // Starts the next write, or finishes once the log is closed and drained.
   void Pump();
+  // Reads the next batch into ahead_ if it is empty, outside the lock.
+  enum class Refilled {
+    kReady,        // ahead_ holds what there is (perhaps nothing), or *failed says why not
+    kNothingToDo,  // another Pump reads, a write is in flight, or the stream is over
+    kReadAgain,    // a notification came during a read that found nothing
+  };
+  Refilled Refill(Status* failed);
 
   // Events read from the log at once, at most.
   static constexpr int kReadBatch = 256;
@@ -53,6 +60,8 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::JobEvent> {
   Mutex mutex_;
   int64_t sent_through_ GUARDED_BY(mutex_);  // sequence number of the last event written
   bool writing_ GUARDED_BY(mutex_) = false;
+  bool reading_ GUARDED_BY(mutex_) = false;     // a Pump reads the log (unlocked)
+  bool pump_again_ GUARDED_BY(mutex_) = false;  // a Pump came during that read
   bool wrote_any_ GUARDED_BY(mutex_) = false;
   bool cancelled_ GUARDED_BY(mutex_) = false;
   bool finish_called_ GUARDED_BY(mutex_) = false;  // gRPC needs exactly one Finish
