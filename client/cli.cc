@@ -178,7 +178,12 @@ int Up(const LocalClusterOptions& options) {
   if (!cluster.ok()) return Fail(cluster.status());
   std::cout << "accumulus up: controller " << (*cluster)->controller_address()
             << ", metrics http://" << options.listen_host << ":" << (*cluster)->metrics_port()
-            << "/metrics\n"
+            << "/metrics"
+            << (options.worker_metrics_port > 0
+                    ? " and http://" + options.listen_host + ":" +
+                          std::to_string(options.worker_metrics_port) + "/metrics (worker)"
+                    : "")
+            << "\n"
             << "  logs: " << (*cluster)->controller_log() << ", " << (*cluster)->worker_log()
             << (options.insecure
                     ? "\n  plaintext, no tokens (--insecure)"
@@ -279,7 +284,11 @@ int RunCli(int argc, char** argv) {
   auto* up = app.add_subcommand("up", "run a local controller and worker until Ctrl-C");
   up->add_option("--data-dir", up_options.data_dir, "state and logs")->capture_default_str();
   up->add_option("--port", up_options.grpc_port, "controller gRPC port")->capture_default_str();
-  up->add_option("--metrics-port", up_options.metrics_port)->capture_default_str();
+  up->add_option("--metrics-port", up_options.metrics_port, "the controller's /metrics port")
+      ->capture_default_str();
+  up->add_option("--worker-metrics-port", up_options.worker_metrics_port,
+                 "the worker's /metrics port (-1: none)")
+      ->capture_default_str();
   up->add_option("--cpu-slots", up_options.cpu_slots, "CPU ranks the worker runs at once")
       ->capture_default_str();
   up->add_flag("--insecure", up_options.insecure,

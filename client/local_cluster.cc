@@ -111,7 +111,11 @@ StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(const LocalClusterOp
                  "--cpu-slots",
                  std::to_string(options.cpu_slots),
                  "--advertise-address",
-                 options.listen_host};
+                 options.listen_host,
+                 "--metrics-host",
+                 options.listen_host,
+                 "--metrics-port",
+                 std::to_string(options.worker_metrics_port)};
   worker.argv.insert(worker.argv.end(), worker_tls.begin(), worker_tls.end());
   // A job reads and writes under the directory `up` runs in (where relative
   // paths in a spec start, as before) and its data directory, nowhere else.

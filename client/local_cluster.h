@@ -13,8 +13,9 @@ namespace accumulus::client {
 struct LocalClusterOptions {
   std::string data_dir = "accumulus-data";
   std::string listen_host = "127.0.0.1";
-  int grpc_port = 7600;     // 0: any free port
-  int metrics_port = 7601;  // 0: any free port
+  int grpc_port = 7600;            // 0: any free port
+  int metrics_port = 7601;         // 0: any free port
+  int worker_metrics_port = 7610;  // 0: any free port, -1: none
   int cpu_slots = 1;
   // Plaintext and no tokens, instead of TLS with development certificates
   // made under data_dir/tls (ca_file()) and an admin token made under

@@ -289,6 +289,13 @@ std::string EventLine(const v1::JobEvent& e) {
            std::to_string(e.split().accumulation_steps()) + " (" +
            TerminalSafe(e.split().reason()) + ")";
   }
+  if (e.has_checkpoint()) {
+    char size[64];
+    std::snprintf(size, sizeof size, " (%.1f MB in %.2f s)",
+                  static_cast<double>(e.checkpoint().bytes()) / 1e6, e.checkpoint().seconds());
+    return "checkpoint after step " + std::to_string(e.checkpoint().step()) + ": " +
+           TerminalSafe(e.checkpoint().path()) + size;
+  }
   if (e.has_log()) {
     const char* level = e.log().level() == v1::LogMessage::LEVEL_ERROR     ? "error"
                         : e.log().level() == v1::LogMessage::LEVEL_WARNING ? "warning"

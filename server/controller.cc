@@ -8,6 +8,7 @@
 
 #include "common/access_token.h"
 #include "common/mutex.h"
+#include "server/grpc_metrics.h"
 #include "server/token_authenticator.h"
 
 namespace accumulus::server {
@@ -35,17 +36,43 @@ class HealthOnly final : public grpc::CallbackGenericService {
 
 }  // namespace
 
+Status CheckControllerOptions(const ControllerOptions& options) {
+  if (options.tls.insecure && !options.tokens_file.empty()) {
+    return Status::InvalidArgument(
+        "--tokens-file needs TLS: bearer tokens sent in plaintext can be read by anyone on "
+        "the path (drop --insecure, or the tokens)");
+  }
+  if (!options.tls.insecure) {
+    for (const auto& [flag, value] :
+         {std::pair{"--tls-cert", &options.tls.cert}, std::pair{"--tls-key", &options.tls.key},
+          std::pair{"--worker-ca", &options.tls.worker_ca}}) {
+      if (value->empty()) {
+        return Status::InvalidArgument(std::string(flag) +
+                                       " is required (a PEM file), unless --insecure");
+      }
+    }
+  }
+  if (options.listen_address.empty()) return Status::InvalidArgument("--listen is empty");
+  if (options.metrics_port < -1 || options.metrics_port > 65535) {
+    return Status::InvalidArgument("--metrics-port " + std::to_string(options.metrics_port) +
+                                   " is not a port (0: any free one, -1: none)");
+  }
+  if (options.lost_worker_ms > 0 && options.lost_worker_ms <= options.heartbeat_interval_ms) {
+    return Status::InvalidArgument("--lost-worker-ms " + std::to_string(options.lost_worker_ms) +
+                                   " must exceed --heartbeat-ms " +
+                                   std::to_string(options.heartbeat_interval_ms) +
+                                   ": every worker would be lost between two heartbeats");
+  }
+  return Status::Ok();
+}
+
 StatusOr<std::unique_ptr<Controller>> Controller::Start(const ControllerOptions& options) {
+  if (Status s = CheckControllerOptions(options); !s.ok()) return s;
   // First: a typo in a certificate path costs nothing.
   StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
       MakeServerCredentials(options.tls);
   if (!credentials.ok()) return credentials.status();
   if (options.tls.insecure) {
-    if (!options.tokens_file.empty()) {
-      return Status::InvalidArgument(
-          "--tokens-file needs TLS: bearer tokens sent in plaintext can be read by anyone on "
-          "the path (drop --insecure, or the tokens)");
-    }
     spdlog::warn(
         "--insecure: serving plaintext gRPC on {}; anyone who reaches it can read the "
         "traffic and register as a worker",
@@ -53,6 +80,24 @@ StatusOr<std::unique_ptr<Controller>> Controller::Start(const ControllerOptions&
   }
   std::unique_ptr<Controller> c(new Controller());
   c->metrics_ = std::make_unique<ControllerMetrics>(&c->registry_);
+  grpc::EnableDefaultHealthCheckService(true);
+  if (!options.health_listen_address.empty()) {
+    // Its own server, so that nothing but the health service is plaintext;
+    // up before the state is read, so that a probe can tell a controller
+    // still recovering (NOT_SERVING) from one that is gone.
+    grpc::ServerBuilder health;
+    health.AddListeningPort(options.health_listen_address, grpc::InsecureServerCredentials(),
+                            &c->health_port_);
+    c->health_only_ = std::make_unique<HealthOnly>();
+    health.RegisterCallbackGenericService(c->health_only_.get());
+    c->health_server_ = health.BuildAndStart();
+    if (!c->health_server_ || c->health_port_ == 0) {
+      return Status::Unavailable("cannot listen for gRPC health checks on " +
+                                 options.health_listen_address);
+    }
+    c->health_server_->GetHealthCheckService()->SetServingStatus(false);
+    c->health_server_->GetHealthCheckService()->SetServingStatus(kLivenessService, true);
+  }
   std::shared_ptr<const TokenTable> tokens;
   if (!options.tokens_file.empty()) {
     StatusOr<std::vector<TokenEntry>> entries = ReadTokenFile(options.tokens_file);
@@ -88,6 +133,7 @@ StatusOr<std::unique_ptr<Controller>> Controller::Start(const ControllerOptions&
   }
   c->jobs_ = std::make_unique<JobManager>(c->metrics_.get(), c->store_.get(), c->archive_.get(),
                                           static_cast<size_t>(options.events_in_memory));
+  c->jobs_->set_finished_job_metrics_retention(options.finished_job_metrics_retention);
   c->jobs_->set_keep_finished(options.keep_finished_jobs);
   // Before serving: a client must never see a job missing that was there.
   if (Status s = c->jobs_->Recover(std::chrono::milliseconds(options.worker_grace_ms)); !s.ok()) {
@@ -100,9 +146,11 @@ StatusOr<std::unique_ptr<Controller>> Controller::Start(const ControllerOptions&
       options.lost_worker_ms > 0 ? options.lost_worker_ms : 3 * options.heartbeat_interval_ms,
       /*require_client_certificate=*/!options.tls.insecure);
 
-  grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen_address, *credentials, &c->grpc_port_);
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  interceptors.push_back(GrpcMetricsInterceptor(c->metrics_.get()));
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
   builder.RegisterService(c->controller_service_.get());
   builder.RegisterService(c->worker_link_service_.get());
   // Connections whose peer vanished (a powered-off node, a cut cable) are
@@ -122,22 +170,10 @@ StatusOr<std::unique_ptr<Controller>> Controller::Start(const ControllerOptions&
   if (!c->server_ || c->grpc_port_ == 0) {
     return Status::Unavailable("cannot listen for gRPC on " + options.listen_address);
   }
-  if (!options.health_listen_address.empty()) {
-    // Its own server, so that nothing but the health service is plaintext;
-    // it says what the main server's says.
-    grpc::ServerBuilder health;
-    health.AddListeningPort(options.health_listen_address, grpc::InsecureServerCredentials(),
-                            &c->health_port_);
-    c->health_only_ = std::make_unique<HealthOnly>();
-    health.RegisterCallbackGenericService(c->health_only_.get());
-    c->health_server_ = health.BuildAndStart();
-    if (!c->health_server_ || c->health_port_ == 0) {
-      return Status::Unavailable("cannot listen for gRPC health checks on " +
-                                 options.health_listen_address);
-    }
-    c->health_server_->GetHealthCheckService()->SetServingStatus(true);
-  }
+  // Ready: the state is recovered and both services take calls.
   c->server_->GetHealthCheckService()->SetServingStatus(true);
+  c->server_->GetHealthCheckService()->SetServingStatus(kLivenessService, true);
+  if (c->health_server_) c->health_server_->GetHealthCheckService()->SetServingStatus(true);
 
   c->housekeeper_ = std::thread([controller = c.get()] { controller->Housekeep(); });
 
@@ -167,8 +203,13 @@ void Controller::Housekeep() {
 void Controller::Shutdown(std::chrono::milliseconds deadline) {
   if (shut_down_) return;
   shut_down_ = true;
-  server_->GetHealthCheckService()->SetServingStatus(false);
-  if (health_server_) health_server_->GetHealthCheckService()->SetServingStatus(false);
+  // Not ready any more, and still alive while it stops (SetServingStatus
+  // without a name sets every service's).
+  for (grpc::Server* server : {server_.get(), health_server_.get()}) {
+    if (server == nullptr) continue;
+    server->GetHealthCheckService()->SetServingStatus(false);
+    server->GetHealthCheckService()->SetServingStatus(kLivenessService, true);
+  }
   // The workers' links would hold the shutdown to its deadline, and their
   // ends would fail the jobs: the jobs stay as they are (the trainers keep
   // training), the links close now, and the workers reconnect to the next
@@ -195,7 +236,12 @@ void Controller::Shutdown(std::chrono::milliseconds deadline) {
 }
 
 Controller::~Controller() {
-  if (server_) Shutdown(std::chrono::milliseconds(0));
+  if (server_) {
+    Shutdown(std::chrono::milliseconds(0));
+  } else if (health_server_) {  // Start failed after the health port listened
+    health_server_->Shutdown(std::chrono::system_clock::now());
+    health_server_->Wait();
+  }
 }
 
 }  // namespace accumulus::server

@@ -57,7 +57,18 @@ struct ControllerOptions {
   // After a restart, how long workers have to reconnect and claim the
   // ranks they run before those count as lost.
   int worker_grace_ms = 30000;
+  // How long a finished job's series stay on /metrics.
+  std::chrono::milliseconds finished_job_metrics_retention{std::chrono::minutes(10)};
 };
+
+// The health service's name for liveness: SERVING from the moment the
+// health port listens until the process exits. "" (the whole server) is
+// NOT_SERVING until the state is recovered and again once stopping.
+inline constexpr char kLivenessService[] = "liveness";
+
+// What can be told of `options` without reading a file or opening a port:
+// the flags' combinations (--check-config; Start checks it first).
+Status CheckControllerOptions(const ControllerOptions& options);
 
 class Controller {
  public:

@@ -65,7 +65,7 @@ void EventIngest::RecordStep(JobRecord* record, v1::JobEvent event) {
   event.clear_sequence();
   record->job.set_steps_done(event.step().step());
   *record->job.mutable_last_step() = event.step();
-  metrics_->StepRecorded(record->job.id(), event.step());
+  metrics_->StepRecorded(record->job, event.step());
   recorder_->Append(record, std::move(event), /*closes=*/false);
 }
 
@@ -102,6 +102,8 @@ void EventIngest::ApplyPlan(JobRecord* record, const v1::JobEvent& event) {
     job.mutable_batch()->set_micro_batch(event.split().micro_batch());
     job.mutable_batch()->set_accumulation_steps(event.split().accumulation_steps());
   }
+  if (event.has_split()) metrics_->SplitChanged(job, event.split());
+  if (event.has_checkpoint()) metrics_->CheckpointWritten(job);
 }
 
 }  // namespace accumulus::server

@@ -89,7 +89,7 @@ JobRecord& JobLifecycle::Restore(JobStore::StoredJob stored) {
   if (!record.job.request_id().empty()) {
     requests_[{record.job.owner(), record.job.request_id()}] = id;
   }
-  metrics_->Recovered(state);
+  metrics_->Recovered(record.job);
   return record;
 }
 

@@ -42,6 +42,7 @@ StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& input, const std::string
   std::vector<FieldViolation> bad = batch.status().field_violations();
   if (Status s = ValidateRequestId(request_id); !s.ok()) bad.push_back({"request_id", s.message()});
   if (!bad.empty() || !batch.ok()) {
+    MutexLock lock(&mutex_);
     metrics_.Rejected();
     return bad.empty() ? batch.status() : Status::InvalidFields(std::move(bad));
   }
@@ -61,10 +62,10 @@ StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& input, const std::string
     }
     EventRecorder::Batch recording(&recorder_);
     JobRecord& record = jobs_.Submit(*std::move(spec), *std::move(batch), owner, request_id);
+    metrics_.Submitted();
     scheduler_.ScheduleSubmitted();
     job = record.job;
   }
-  metrics_.Submitted();
   spdlog::info("job {} submitted by {}: micro_batch {} × accumulation_steps {} × devices {} = {}",
                job.id(), job.owner(), job.batch().micro_batch(), job.batch().accumulation_steps(),
                job.batch().devices(), job.batch().global_batch());
@@ -149,7 +150,7 @@ Status JobManager::Recover(std::chrono::milliseconds worker_grace) {
       record.rendezvous_worker = record.job.placements(0).worker_id();
     }
   }
-  metrics_.WorkerPool(workers_.size(), workers_.FreeSlotCount());
+  metrics_.WorkerPool(workers_.size(), workers_.PoolSize(), workers_.FreeSlotCount());
   spdlog::info("recovered {} job(s) from {}; waiting for {} worker(s) to reconnect", count,
                store_->path(), awaited_workers_.size());
   return Status::Ok();
@@ -163,6 +164,7 @@ void JobManager::Expire() {
   EventRecorder::Batch recording(&recorder_);
   const auto now = std::chrono::steady_clock::now();
   const bool released = jobs_.ReleaseExpiredFences(now);
+  metrics_.ExpireFinished();
   // Every 100 ms: the queue is looked at again only when slots were freed.
   if (LoseAwaitedWorkers(now) || released) scheduler_.Schedule();
 }
@@ -303,6 +305,7 @@ void JobManager::WorkerGone(const std::string& worker_id, uint64_t session,
     WorkerRegistry::Worker* worker = workers_.Find(worker_id);
     if (worker == nullptr || worker->session != session) return;  // replaced
     EventRecorder::Batch recording(&recorder_);
+    if (!worker->jobs.empty()) metrics_.WorkerLost();
     // A copy: losing ranks takes the job out of the worker's set.
     for (const std::string& job_id : std::set<std::string>(worker->jobs)) {
       JobRecord* record = jobs_.Find(job_id);

@@ -95,6 +95,11 @@ class JobManager {
     MutexLock lock(&mutex_);
     jobs_.set_keep_finished(keep);
   }
+  // How long a finished job's series stay on /metrics (JobMetrics).
+  void set_finished_job_metrics_retention(std::chrono::milliseconds retention) EXCLUDES(mutex_) {
+    MutexLock lock(&mutex_);
+    metrics_.set_retention(retention);
+  }
 
   // Client API ---------------------------------------------------------------
 
@@ -170,12 +175,12 @@ class JobManager {
   JobStore* const store_;
   // What a recovered job's log keeps (0: every event).
   const size_t events_in_memory_;
-  JobMetrics metrics_;  // thread-safe: it only updates metric families
 
   // The parts, one job each (see their headers); plain classes that take the
   // lock on trust, so every one of them is guarded by the one mutex.
   mutable Mutex mutex_;
   bool shutting_down_ GUARDED_BY(mutex_) = false;
+  JobMetrics metrics_ GUARDED_BY(mutex_);
   WorkerRegistry workers_ GUARDED_BY(mutex_);
   RankReports reports_ GUARDED_BY(mutex_);
   EventRecorder recorder_ GUARDED_BY(mutex_);

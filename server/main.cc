@@ -6,7 +6,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
+#include "common/config_flags.h"
 #include "common/logging.h"
 #include "common/signals.h"
 #include "server/controller.h"
@@ -68,9 +70,20 @@ int main(int argc, char** argv) {
                  "after a restart, how long workers have to reconnect and claim their ranks")
       ->check(CLI::Range(0, 3600000))
       ->capture_default_str();
+  int finished_job_metrics_s = 600;
+  app.add_option("--finished-job-metrics-s", finished_job_metrics_s,
+                 "a finished job's series stay on /metrics this long, then go")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   app.add_option("--log-level", logging.level)->capture_default_str();
   app.add_option("--log-format", logging.format, "text or json")->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  bool check_config = false;
+  accumulus::AddConfigFlags(&app, &check_config);
+  if (std::optional<int> exit_code = accumulus::ParseFlags(&app, argc, argv)) return *exit_code;
+  options.finished_job_metrics_retention = std::chrono::seconds(finished_job_metrics_s);
+  if (check_config) {
+    return accumulus::ReportCheckedConfig(accumulus::server::CheckControllerOptions(options));
+  }
 
   logging.asynchronous = true;  // the job manager logs under its lock
   if (auto s = accumulus::SetUpLogging("controller", logging); !s.ok()) {

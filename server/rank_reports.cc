@@ -54,6 +54,9 @@ std::optional<v1::JobEvent> RankReports::Merge(const std::string& job_id, int32_
     rank->set_process_rss_bytes(r.process_rss_bytes());
     rank->set_allocator_reserved_bytes(r.allocator_reserved_bytes());
     rank->set_allocator_retries(r.allocator_retries());
+    rank->set_forward_seconds(r.forward_seconds());
+    rank->set_backward_seconds(r.backward_seconds());
+    rank->set_optimizer_seconds(r.optimizer_seconds());
   }
   steps.erase(step);
   v1::JobEvent out = event;

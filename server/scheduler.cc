@@ -66,7 +66,7 @@ void Scheduler::Schedule() {
     }
     it = outcome == Outcome::kPlaced ? queue.erase(it) : std::next(it);
   }
-  metrics_->WorkerPool(workers_->size(), workers_->FreeSlotCount());
+  metrics_->WorkerPool(workers_->size(), workers_->PoolSize(), workers_->FreeSlotCount());
 }
 
 void Scheduler::ScheduleSubmitted() {
@@ -84,7 +84,7 @@ void Scheduler::ScheduleSubmitted() {
   const Outcome outcome = Consider(record, pool, workers_->PoolDescription());
   if (outcome == Outcome::kPlaced) queue.pop_back();
   blocked_ = blocked_ || outcome == Outcome::kBlocked;
-  metrics_->WorkerPool(workers_->size(), workers_->FreeSlotCount());
+  metrics_->WorkerPool(workers_->size(), workers_->PoolSize(), workers_->FreeSlotCount());
 }
 
 bool Scheduler::Place(JobRecord* record) {
@@ -130,6 +130,7 @@ bool Scheduler::Place(JobRecord* record) {
     placement->set_worker_id(r.worker_id);
     placement->set_device(DeviceName(device));
     placement->set_slot(r.slot);
+    placement->set_memory_bytes(device.memory_bytes());
 
     v1::Assignment* assign = messages[r.worker_id].mutable_assign();
     assign->set_job_id(job.id());

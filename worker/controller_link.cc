@@ -80,9 +80,22 @@ void ControllerLink::Send(v1::WorkerMessage message) {
       if (dropped_++ % 1000 == 0) {
         spdlog::warn("controller unreachable: dropped {} buffered message(s)", dropped_);
       }
+      if (options_.metrics) options_.metrics->messages_dropped->Increment();
     }
+    CountBufferedLocked();
   }
   changed_.NotifyAll();
+}
+
+void ControllerLink::CountBufferedLocked() {
+  if (options_.metrics) {
+    options_.metrics->messages_buffered->Set(static_cast<double>(unacked_.size()));
+  }
+}
+
+bool ControllerLink::connected() const {
+  MutexLock lock(&mutex_);
+  return session_live_;
 }
 
 size_t ControllerLink::unacknowledged() const {
@@ -105,6 +118,7 @@ void ControllerLink::Acknowledge(uint64_t sequence) {
       unacked_.pop_front();
       if (written_ > 0) --written_;
     }
+    CountBufferedLocked();
   }
   changed_.NotifyAll();
 }
@@ -217,6 +231,11 @@ bool ControllerLink::RunSession() {
     {
       MutexLock lock(&mutex_);
       session_live_ = true;
+      if (options_.metrics) {
+        options_.metrics->controller_connected->Set(1);
+        if (registered_before_) options_.metrics->controller_reconnects->Increment();
+      }
+      registered_before_ = true;
       // Told; counts of drops after this point go in the next registration.
       for (const auto& d : hello.register_().dropped()) {
         if ((dropped_by_job_[d.job_id()] -= d.count()) <= 0) dropped_by_job_.erase(d.job_id());
@@ -240,6 +259,7 @@ bool ControllerLink::RunSession() {
     {
       MutexLock lock(&mutex_);
       session_live_ = false;
+      if (options_.metrics) options_.metrics->controller_connected->Set(0);
     }
     changed_.NotifyAll();
     context.TryCancel();

@@ -33,6 +33,7 @@
 
 #include "accumulus/v1/worker.grpc.pb.h"
 #include "common/mutex.h"
+#include "worker/worker_metrics.h"
 
 namespace accumulus::worker {
 
@@ -56,6 +57,9 @@ struct LinkOptions {
   // since the trainers' lease (half of this) must run out before the
   // controller places the next attempt.
   std::chrono::milliseconds lease{0};
+  // Where the link counts what it buffers, drops and (re)connects (null:
+  // nowhere). Must outlive the link.
+  const WorkerMetrics* metrics = nullptr;
 };
 
 class ControllerLink {
@@ -75,6 +79,8 @@ class ControllerLink {
 
   // Messages kept, not yet acknowledged.
   size_t unacknowledged() const EXCLUDES(mutex_);
+  // Whether a session is registered with the controller now.
+  bool connected() const EXCLUDES(mutex_);
   // Waits until every message sent so far is acknowledged (a stopping
   // worker's last statuses reach the store); false at the deadline.
   bool WaitAcknowledged(std::chrono::steady_clock::time_point deadline) EXCLUDES(mutex_);
@@ -98,6 +104,8 @@ class ControllerLink {
                          std::chrono::steady_clock::time_point* next_heartbeat,
                          v1::WorkerMessage* message) REQUIRES(mutex_);
   void Run();
+  // Says how many messages are kept (metrics).
+  void CountBufferedLocked() REQUIRES(mutex_);
 
   const LinkOptions options_;
   const v1::Register registration_;
@@ -126,6 +134,7 @@ class ControllerLink {
   size_t written_ GUARDED_BY(mutex_) = 0;
   bool stopping_ GUARDED_BY(mutex_) = false;
   bool session_live_ GUARDED_BY(mutex_) = false;
+  bool registered_before_ GUARDED_BY(mutex_) = false;
   grpc::ClientContext* context_ GUARDED_BY(mutex_) = nullptr;  // of the live session, for Stop
   uint64_t dropped_ GUARDED_BY(mutex_) = 0;
   // Dropped since the last registration, by job: told to the controller.

@@ -4,8 +4,11 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <iostream>
+#include <optional>
 
+#include "common/config_flags.h"
 #include "common/logging.h"
 #include "common/paths.h"
 #include "common/signals.h"
@@ -84,9 +87,20 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--trainer", options.inventory.trainer_binary, "path of accumulus-trainer")
       ->capture_default_str();
+  app.add_option("--metrics-host", options.metrics_host,
+                 "host for the /metrics, /healthz and /readyz HTTP endpoint")
+      ->capture_default_str();
+  app.add_option("--metrics-port", options.metrics_port,
+                 "port for /metrics (0: any free port, -1: disabled)")
+      ->capture_default_str();
   app.add_option("--log-level", logging.level)->capture_default_str();
   app.add_option("--log-format", logging.format, "text or json")->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  bool check_config = false;
+  accumulus::AddConfigFlags(&app, &check_config);
+  if (std::optional<int> exit_code = accumulus::ParseFlags(&app, argc, argv)) return *exit_code;
+  if (check_config) {
+    return accumulus::ReportCheckedConfig(accumulus::worker::CheckWorkerOptions(options));
+  }
 
   if (auto s = accumulus::SetUpLogging("worker", logging); !s.ok()) {
     std::cerr << s.message() << "\n";
@@ -100,6 +114,9 @@ int main(int argc, char** argv) {
     spdlog::error("{}", daemon.status().message());
     return 1;
   }
+  // One machine-readable line for whoever started us (tests, `accumulus up`).
+  std::printf("accumulus-worker ready metrics_port=%d\n", (*daemon)->metrics_port());
+  std::fflush(stdout);
   const int signal_number = accumulus::WaitForTerminationSignal();
   spdlog::info("signal {}: stopping trainers", signal_number);
   (*daemon)->Stop();

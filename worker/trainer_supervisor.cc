@@ -259,6 +259,10 @@ void TrainerSupervisor::Run(std::shared_ptr<Job> job) {
     }
     spdlog::info("job {}: rank {} started as pid {}, log {}", id, task.rank(), (*trainer)->pid(),
                  process.log_path);
+    if (options_.metrics) {
+      options_.metrics->trainers_started->Increment();
+      options_.metrics->trainers_running->Increment();
+    }
     MutexLock lock(&mutex_);
     job->ranks.push_back(std::move(*trainer));
     if (job->fenced) job->ranks.back()->Signal(SIGKILL);
@@ -322,6 +326,9 @@ void TrainerSupervisor::Run(std::shared_ptr<Job> job) {
     // Gone before the status goes out: the controller may assign the job
     // here again (a restart) as soon as it reads it.
     MutexLock lock(&mutex_);
+    if (options_.metrics) {
+      options_.metrics->trainers_running->Decrement(static_cast<double>(job->ranks.size()));
+    }
     jobs_.erase(id);
     finished_threads_.push_back(std::move(job->thread));
   }

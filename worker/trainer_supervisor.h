@@ -13,6 +13,7 @@
 #include "accumulus/v1/worker.pb.h"
 #include "common/mutex.h"
 #include "worker/path_roots.h"
+#include "worker/worker_metrics.h"
 
 namespace accumulus::worker {
 
@@ -35,6 +36,9 @@ struct SupervisorOptions {
   int max_event_delay_ms = 100;
   // Where a spec's paths may lead (resolved: ResolveRoots).
   PathRoots roots;
+  // Where trainer processes are counted (null: nowhere; must outlive the
+  // supervisor).
+  const WorkerMetrics* metrics = nullptr;
 };
 
 class TrainerSupervisor {

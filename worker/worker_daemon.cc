@@ -16,7 +16,7 @@ std::string Hostname() {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(WorkerOptions options) {
+Status CheckWorkerOptions(const WorkerOptions& options) {
   if (options.rendezvous_port_first <= 0 || options.rendezvous_port_count <= 0 ||
       options.rendezvous_port_first + options.rendezvous_port_count > 65536) {
     return Status::InvalidArgument(
@@ -24,16 +24,27 @@ StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(WorkerOptions option
         " and --rendezvous-port-count " + std::to_string(options.rendezvous_port_count) +
         " must give a range of ports within 1-65535");
   }
+  if (!options.tls.insecure && (options.tls.cert.empty() || options.tls.key.empty())) {
+    return Status::InvalidArgument(
+        "--tls-cert and --tls-key are required: the controller accepts workers by their client "
+        "certificate (or run both with --insecure)");
+  }
+  if (options.metrics_port < -1 || options.metrics_port > 65535) {
+    return Status::InvalidArgument("--metrics-port " + std::to_string(options.metrics_port) +
+                                   " is not a port (0: any free one, -1: none)");
+  }
+  if (options.controller_address.empty()) return Status::InvalidArgument("--controller is empty");
+  return Status::Ok();
+}
+
+StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(WorkerOptions options) {
+  if (Status s = CheckWorkerOptions(options); !s.ok()) return s;
   StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
       MakeChannelCredentials(options.tls);
   if (!credentials.ok()) return credentials.status();
   if (options.tls.insecure) {
     spdlog::warn("--insecure: the link to the controller {} is plaintext",
                  options.controller_address);
-  } else if (options.tls.cert.empty()) {
-    return Status::InvalidArgument(
-        "--tls-cert and --tls-key are required: the controller accepts workers by their client "
-        "certificate (or run both with --insecure)");
   }
   StatusOr<PathRoots> roots = ResolveRoots(options.roots);
   if (!roots.ok()) return roots.status();
@@ -56,6 +67,7 @@ StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(WorkerOptions option
   daemon->registration_.set_rendezvous_port_first(options.rendezvous_port_first);
   daemon->registration_.set_rendezvous_port_count(options.rendezvous_port_count);
   for (const auto& d : *devices) *daemon->registration_.add_devices() = d;
+  daemon->metrics_.Inventory(*devices);
 
   SupervisorOptions supervisor;
   supervisor.trainer_binary = options.inventory.trainer_binary;
@@ -67,6 +79,7 @@ StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(WorkerOptions option
   supervisor.cancel_grace_ms = options.cancel_grace_ms;
   supervisor.max_event_delay_ms = options.max_event_delay_ms;
   supervisor.roots = *std::move(roots);
+  supervisor.metrics = &daemon->metrics_;
 
   // The supervisor reports through the link, the link assigns through the
   // supervisor: build the supervisor first, and let it reach the link only
@@ -80,6 +93,7 @@ StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(WorkerOptions option
   link.tls_server_name = options.tls.server_name;
   link.max_buffered = options.max_buffered_messages;
   link.lease = std::chrono::milliseconds(options.lease_ms);
+  link.metrics = &daemon->metrics_;
   daemon->link_ = std::make_unique<ControllerLink>(
       link, daemon->registration_, [self] { return self->supervisor_->RunningJobs(); },
       [self](const v1::ControllerMessage& m) {
@@ -88,6 +102,13 @@ StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(WorkerOptions option
       });
   daemon->lease_keeper_ =
       std::make_unique<LeaseKeeper>(daemon->link_.get(), self->supervisor_.get());
+  if (options.metrics_port >= 0) {
+    auto exporter =
+        metrics::HttpExporter::Start(options.metrics_host, options.metrics_port, &daemon->registry_,
+                                     [self] { return self->link_->connected(); });
+    if (!exporter.ok()) return exporter.status();
+    daemon->exporter_ = std::move(*exporter);
+  }
   daemon->link_->Start();
   daemon->lease_keeper_->Start();
   spdlog::info("worker {} offers {} device slot(s); controller {}",
@@ -98,6 +119,7 @@ StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(WorkerOptions option
 void WorkerDaemon::Stop() {
   if (stopped_) return;
   stopped_ = true;
+  exporter_.reset();
   // The keeper first: trainers stopping for the shutdown keep their lease.
   supervisor_->StopAll();
   lease_keeper_->Stop();

@@ -5,6 +5,8 @@
 #include <memory>
 #include <string>
 
+#include "common/metrics/http_exporter.h"
+#include "common/metrics/registry.h"
 #include "common/status.h"
 #include "common/tls.h"
 #include "worker/controller_link.h"
@@ -12,6 +14,7 @@
 #include "worker/lease_keeper.h"
 #include "worker/path_roots.h"
 #include "worker/trainer_supervisor.h"
+#include "worker/worker_metrics.h"
 
 namespace accumulus::worker {
 
@@ -47,7 +50,16 @@ struct WorkerOptions {
   // The worker's lease (LinkOptions::lease; 0: derived from the
   // controller's lost-worker timeout).
   int lease_ms = 0;
+  // /metrics, /healthz and /readyz (registered with the controller); port 0
+  // picks a free one, -1 serves none.
+  std::string metrics_host = "0.0.0.0";
+  int metrics_port = -1;
 };
+
+// What can be told of `options` without reading a file, opening a port or
+// probing a device: the flags' values and combinations (--check-config;
+// Start checks it first).
+Status CheckWorkerOptions(const WorkerOptions& options);
 
 class WorkerDaemon {
  public:
@@ -58,14 +70,19 @@ class WorkerDaemon {
   ~WorkerDaemon();
 
   const v1::Register& registration() const { return registration_; }
+  int metrics_port() const { return exporter_ ? exporter_->port() : -1; }
 
  private:
-  WorkerDaemon() = default;
+  WorkerDaemon() : metrics_(&registry_) {}
 
+  metrics::Registry registry_;
+  WorkerMetrics metrics_;
   v1::Register registration_;
   std::unique_ptr<TrainerSupervisor> supervisor_;
   std::unique_ptr<ControllerLink> link_;
   std::unique_ptr<LeaseKeeper> lease_keeper_;
+  // Last, so that it goes first: its readiness check asks the link.
+  std::unique_ptr<metrics::HttpExporter> exporter_;
   bool stopped_ = false;
 };
 

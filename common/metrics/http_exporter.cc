@@ -5,7 +5,8 @@
 namespace accumulus::metrics {
 
 StatusOr<std::unique_ptr<HttpExporter>> HttpExporter::Start(const std::string& host, int port,
-                                                            const Registry* registry) {
+                                                            const Registry* registry,
+                                                            std::function<bool()> ready) {
   std::unique_ptr<HttpExporter> exporter(new HttpExporter());
   exporter->server_ = std::make_unique<httplib::Server>();
   exporter->server_->Get("/metrics", [registry](const httplib::Request&, httplib::Response& res) {
@@ -14,6 +15,13 @@ StatusOr<std::unique_ptr<HttpExporter>> HttpExporter::Start(const std::string& h
   exporter->server_->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("ok\n", "text/plain");
   });
+  if (ready) {
+    exporter->server_->Get("/readyz", [ready](const httplib::Request&, httplib::Response& res) {
+      const bool is_ready = ready();
+      res.status = is_ready ? 200 : 503;
+      res.set_content(is_ready ? "ready\n" : "not ready\n", "text/plain");
+    });
+  }
   const int bound = port == 0 ? exporter->server_->bind_to_any_port(host)
                               : (exporter->server_->bind_to_port(host, port) ? port : -1);
   if (bound < 0) {

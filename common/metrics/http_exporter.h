@@ -1,7 +1,9 @@
-// Serves a Registry at GET /metrics (and a liveness probe at GET /healthz)
-// over HTTP, on its own thread.
+// Serves a Registry at GET /metrics, a liveness probe at GET /healthz and,
+// when given a readiness check, a readiness probe at GET /readyz (200 when
+// ready, 503 when not), over HTTP, on its own thread.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -20,7 +22,8 @@ class HttpExporter {
   // Binds `host:port` (port 0 picks a free one) and starts serving. The
   // registry must outlive the exporter.
   static StatusOr<std::unique_ptr<HttpExporter>> Start(const std::string& host, int port,
-                                                       const Registry* registry);
+                                                       const Registry* registry,
+                                                       std::function<bool()> ready = nullptr);
   ~HttpExporter();  // Stops serving and joins the thread.
 
   int port() const { return port_; }

@@ -182,6 +182,14 @@ TEST(Tls, TheHealthPortIsPlaintextAndServesOnlyHealth) {
   const grpc::Status health = CallRaw(channel, "/grpc.health.v1.Health/Check", "", &response);
   ASSERT_TRUE(health.ok()) << health.error_message();
   EXPECT_EQ(response, std::string("\x08\x01", 2));
+  // HealthCheckRequest{service: "liveness"}: the liveness probe's service.
+  response.clear();
+  ASSERT_TRUE(CallRaw(channel, "/grpc.health.v1.Health/Check", "\x0a\x08liveness", &response).ok());
+  EXPECT_EQ(response, std::string("\x08\x01", 2));
+  response.clear();
+  EXPECT_EQ(
+      CallRaw(channel, "/grpc.health.v1.Health/Check", "\x0a\x04none", &response).error_code(),
+      grpc::StatusCode::NOT_FOUND);
   response.clear();
   EXPECT_EQ(CallRaw(channel, "/accumulus.v1.Controller/ListJobs", "", &response).error_code(),
             grpc::StatusCode::UNIMPLEMENTED);

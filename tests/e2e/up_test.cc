@@ -16,8 +16,16 @@ TEST(Up, RunsAJobAndStopsEverythingOnInterrupt) {
   const std::string& dir = temp.path();
 
   SpawnOptions options;
-  options.argv = {BinaryDir() + "/accumulus", "up", "--data-dir", dir + "/data", "--port", "0",
-                  "--metrics-port",           "0"};
+  options.argv = {BinaryDir() + "/accumulus",
+                  "up",
+                  "--data-dir",
+                  dir + "/data",
+                  "--port",
+                  "0",
+                  "--metrics-port",
+                  "0",
+                  "--worker-metrics-port",
+                  "0"};
   options.capture_stdout = true;
   options.log_path = dir + "/up.stderr";
   auto up = Subprocess::Spawn(options);

@@ -75,6 +75,24 @@ TEST_P(Checkpoints, ARunIsDeterministic) {
   EXPECT_TRUE(BitIdentical(first->parameters, second->parameters));
 }
 
+// Each checkpoint is reported: its step, the file and its size.
+TEST_P(Checkpoints, EachCheckpointIsReportedWithItsFile) {
+  TrainConfig c = Job(GetParam(), dir_);
+  c.checkpoint_keep = 10;  // every one stays to be looked at
+  const auto run = RunTraining(c);
+  ASSERT_TRUE(run->status.ok()) << run->status.ToString();
+  std::vector<int64_t> steps;
+  for (const engine::CheckpointReport& checkpoint : run->sink.checkpoints) {
+    steps.push_back(checkpoint.step);
+    ASSERT_TRUE(fs::exists(checkpoint.path)) << checkpoint.path;
+    EXPECT_EQ(checkpoint.bytes, static_cast<int64_t>(fs::file_size(checkpoint.path)));
+    EXPECT_GT(checkpoint.bytes, 0);
+  }
+  // Every 3 of 12 steps; after the last one the run ends, and its state is
+  // the output.
+  EXPECT_EQ(steps, (std::vector<int64_t>{3, 6, 9}));
+}
+
 TEST_P(Checkpoints, ARunThatDiesMidWindowResumesToTheSameParameters) {
   const auto reference = RunTraining(Job(GetParam(), ""));
   ASSERT_TRUE(reference->status.ok()) << reference->status.ToString();

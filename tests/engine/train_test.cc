@@ -363,6 +363,40 @@ TEST_P(ModelPolicyMatrix, SplitRunsMatchTheFullBatchLoop) {
   EXPECT_LE(MaxRelativeDifference(params, reference), 1e-5);
 }
 
+// Each step says where its time went: forward, backward and optimizer each
+// took some, and together no more than the whole step.
+TEST(StepReport, ThePhasesOfAWindowAreWithinItsTime) {
+  RecordingSink sink;
+  TrainAndCollect(SmallConfig(8, 4, "adamw"), &sink);
+  ASSERT_FALSE(sink.steps.empty());
+  for (const StepReport& s : sink.steps) {
+    EXPECT_GT(s.forward_seconds, 0) << "step " << s.step;
+    EXPECT_GT(s.backward_seconds, 0) << "step " << s.step;
+    EXPECT_GT(s.optimizer_seconds, 0) << "step " << s.step;
+    EXPECT_LE(s.forward_seconds + s.backward_seconds + s.optimizer_seconds + s.comm_seconds,
+              s.step_seconds)
+        << "step " << s.step;
+    EXPECT_EQ(s.tokens, 0) << "not a token data set";
+  }
+}
+
+// A token data set's steps count its target tokens: over an epoch, every
+// non-padding target of the data set once.
+TEST(StepReport, TokensAreTheTargetTokensOfTheWindow) {
+  const TrainConfig c = CharLmConfig(8, 4, Normalization::kExact);
+  RecordingSink sink;
+  TrainAndCollect(c, &sink);
+  std::unique_ptr<Dataset> data = *MakeSyntheticDataset(c.data);
+  const Batch all = data->Gather(torch::arange(data->size()));
+  const int64_t targets = (all.targets != kIgnoreIndex).sum().item<int64_t>();
+  int64_t tokens = 0;
+  for (const StepReport& s : sink.steps) {
+    EXPECT_EQ(s.tokens, s.loss_items) << "step " << s.step;
+    tokens += s.tokens;
+  }
+  EXPECT_EQ(tokens, targets * c.epochs);
+}
+
 std::string MatrixName(const ::testing::TestParamInfo<ModelPolicy>& info) {
   static const char* const kPolicies[] = {"Normalize", "Drop", "Carry"};
   return std::get<0>(info.param) + kPolicies[static_cast<int>(std::get<1>(info.param))];

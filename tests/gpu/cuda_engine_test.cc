@@ -15,6 +15,7 @@
 #include "worker/engine/dataset.h"
 #include "worker/engine/device_probe.h"
 #include "worker/engine/mlp.h"
+#include "worker/engine/phase_clock.h"
 #include "worker/engine/process_group_sync.h"
 #include "worker/engine/window_accumulator.h"
 
@@ -104,6 +105,9 @@ TEST(CudaWindow, TheHostNeverWaitsForTheGpuInsideAWindow) {
       model->parameters(), [&](const torch::Tensor& in) { return model(in); },
       LossKind::kCrossEntropy, Normalization::kExact, /*nominal_microbatches=*/4,
       /*max_grad_norm=*/1.0);
+  // Timed as a trainer times it: CUDA events, recorded without a wait.
+  const std::unique_ptr<PhaseClock> clock = MakePhaseClock(kGpu);
+  window.set_phase_clock(clock.get());
   auto add_micro_batches = [&] {
     for (int64_t b = 0; b < 128; b += 32) {
       window.AddMicroBatch(ToDevice({x.slice(0, b, b + 32), y.slice(0, b, b + 32)}, kGpu));
@@ -111,6 +115,7 @@ TEST(CudaWindow, TheHostNeverWaitsForTheGpuInsideAWindow) {
   };
   add_micro_batches();  // first window: cuBLAS handles, allocator blocks
   window.FinishWindow();
+  clock->TakeWindow();
 
   c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_ERROR);
   std::string error;
@@ -124,6 +129,25 @@ TEST(CudaWindow, TheHostNeverWaitsForTheGpuInsideAWindow) {
   const WindowResult result = window.FinishWindow();
   EXPECT_EQ(result.loss_items, 128);
   EXPECT_EQ(result.microbatches, 4);
+  const PhaseTimes phases = clock->TakeWindow();
+  EXPECT_GT(phases.forward_seconds, 0);
+  EXPECT_GT(phases.backward_seconds, 0);
+}
+
+// A job's steps on the GPU say where their time went, by CUDA events: every
+// phase took some, together no more than the step.
+TEST(CudaWindow, TheStepsPhasesAreTheGpusTimeWithinTheStep) {
+  REQUIRE_CUDA_DEVICES(1);
+  RecordingSink sink;
+  TrainAndCollect(SmallMlp("cuda:0"), &sink);
+  ASSERT_FALSE(sink.steps.empty());
+  for (const StepReport& s : sink.steps) {
+    EXPECT_GT(s.forward_seconds, 0) << "step " << s.step;
+    EXPECT_GT(s.backward_seconds, 0) << "step " << s.step;
+    EXPECT_GT(s.optimizer_seconds, 0) << "step " << s.step;
+    EXPECT_LE(s.forward_seconds + s.backward_seconds + s.optimizer_seconds, s.step_seconds)
+        << "step " << s.step;
+  }
 }
 
 TEST(CudaGradientEquivalence, AJobOnTheGpuEndsWhereTheSameJobOnTheCpuEnds) {

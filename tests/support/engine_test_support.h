@@ -22,8 +22,13 @@ class RecordingSink : public engine::EventSink {
   void OnStep(const engine::StepReport& r) override { steps.push_back(r); }
   void OnSplitChange(const engine::SplitChange& c) override { split_changes.push_back(c); }
   void OnLog(engine::LogLevel, const std::string& text) override { logs.push_back(text); }
+  void OnCheckpoint(const engine::CheckpointReport& c) override {
+    checkpoints.push_back(c);
+    EventSink::OnCheckpoint(c);  // and its log line, as a plain sink has
+  }
 
   engine::RunReport run;
+  std::vector<engine::CheckpointReport> checkpoints;
   std::vector<engine::StepReport> steps;
   std::vector<engine::SplitChange> split_changes;
   std::vector<std::string> logs;

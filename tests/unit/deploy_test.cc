@@ -1,4 +1,5 @@
-// The shipped Grafana dashboard only queries metrics the controller exports.
+// The shipped Grafana dashboard only queries metrics the controller and the
+// worker export.
 #include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
 #include <gtest/gtest.h>
@@ -11,6 +12,7 @@
 #include "common/metrics/registry.h"
 #include "server/controller_metrics.h"
 #include "tests/support/read_file.h"
+#include "worker/worker_metrics.h"
 
 namespace accumulus {
 namespace {
@@ -31,22 +33,24 @@ void CollectExpressions(const google::protobuf::Value& value, std::vector<std::s
 
 TEST(GrafanaDashboard, QueriesOnlyExportedMetrics) {
   const std::string json =
-      ReadFile(std::string(ACCUMULUS_SOURCE_DIR) + "/deploy/grafana/accumulus-dashboard.json");
+      ReadFile(std::string(ACCUMULUS_SOURCE_DIR) + "/deploy/grafana/dashboards/accumulus.json");
   google::protobuf::Value dashboard;
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json, &dashboard).ok())
       << "the dashboard is not valid JSON";
   std::vector<std::string> expressions;
   CollectExpressions(dashboard, &expressions);
-  ASSERT_GE(expressions.size(), 8u);
+  ASSERT_GE(expressions.size(), 30u);
 
-  metrics::Registry registry;
-  server::ControllerMetrics exported(&registry);
-  const std::string exposition = registry.Render();
+  metrics::Registry controller;
+  server::ControllerMetrics controller_metrics(&controller);
+  metrics::Registry worker;
+  worker::WorkerMetrics worker_metrics(&worker);
+  const std::string exposition = controller.Render() + worker.Render();
   const std::regex metric(R"(accumulus_[a-z_]+)");
   std::set<std::string> names;
   for (const std::string& e : expressions) {
     for (std::sregex_iterator it(e.begin(), e.end(), metric), end; it != end; ++it) {
-      names.insert(std::regex_replace(it->str(), std::regex("_bucket$"), ""));
+      names.insert(std::regex_replace(it->str(), std::regex("_(bucket|sum|count)$"), ""));
     }
   }
   for (const std::string& name : names) {

@@ -134,6 +134,16 @@ TEST(Render, ASplitChangeSaysWhichRankRunsWhatFromWhen) {
             "at micro_batch 32)");
 }
 
+TEST(Render, ACheckpointSaysItsStepPathAndSize) {
+  v1::JobEvent event;
+  event.mutable_checkpoint()->set_step(3);
+  event.mutable_checkpoint()->set_path("/shared/checkpoints/j1/step-3.ckpt");
+  event.mutable_checkpoint()->set_bytes(2500000);
+  event.mutable_checkpoint()->set_seconds(0.125);
+  EXPECT_EQ(EventLine(event),
+            "checkpoint after step 3: /shared/checkpoints/j1/step-3.ckpt (2.5 MB in 0.12 s)");
+}
+
 TEST(Render, LogLinesStartWithTheirLevel) {
   v1::JobEvent event;
   event.mutable_log()->set_text("checkpoint after step 3");

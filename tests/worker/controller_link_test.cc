@@ -147,6 +147,7 @@ class ControllerLinkTest : public ::testing::Test {
     options.initial_backoff = milliseconds(20);
     options.max_backoff = milliseconds(100);
     options.max_buffered = max_buffered;
+    options.metrics = &metrics_;
     v1::Register registration;
     registration.set_worker_id("w1");
     return std::make_unique<ControllerLink>(
@@ -160,6 +161,8 @@ class ControllerLinkTest : public ::testing::Test {
 
   // Known before the controller listens: a link may start first.
   int port_ = testing::FreeLoopbackPort();
+  metrics::Registry registry_;
+  WorkerMetrics metrics_{&registry_};
   ScriptedController controller_;
   std::unique_ptr<grpc::Server> server_;
 };
@@ -189,7 +192,12 @@ TEST_F(ControllerLinkTest, AfterABreakItResendsExactlyWhatWasNotAcknowledged) {
   EXPECT_EQ(registrations[1].link_epoch(), registrations[0].link_epoch()) << "one daemon run";
   EXPECT_TRUE(link->WaitAcknowledged(std::chrono::steady_clock::now() + seconds(20)));
   EXPECT_EQ(link->unacknowledged(), 0u);
+  EXPECT_EQ(metrics_.messages_buffered->Value(), 0);
+  EXPECT_EQ(metrics_.controller_reconnects->Value(), 1) << "the second registration";
+  EXPECT_EQ(metrics_.controller_connected->Value(), 1);
+  EXPECT_TRUE(link->connected());
   link->Stop();
+  EXPECT_EQ(metrics_.controller_connected->Value(), 0);
 }
 
 TEST_F(ControllerLinkTest, TheRegistrationsAcknowledgementFreesWhatItCovers) {
@@ -238,6 +246,9 @@ TEST_F(ControllerLinkTest, BeyondItsBoundItDropsTheOldestEventsKeepsStatusesAndS
   link->Send(Events("a", 1, 2));  // over the bound: a's first batch goes
   link->Send(Events("b", 1, 2));  // and then b's
   EXPECT_EQ(link->unacknowledged(), 3u);
+  EXPECT_EQ(metrics_.messages_buffered->Value(), 3);
+  EXPECT_EQ(metrics_.messages_dropped->Value(), 2);
+  EXPECT_EQ(metrics_.controller_connected->Value(), 0);
   StartController();
   ASSERT_TRUE(
       controller_.WaitFor([](const auto& received, const auto&) { return received.size() >= 3; }));

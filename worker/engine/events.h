@@ -73,6 +73,20 @@ struct StepReport {
   double loss_scale = 1.0;
   bool skipped = false;
   int64_t skipped_steps = 0;
+  // This rank's window by phase (worker/engine/phase_clock.h).
+  double forward_seconds = 0;
+  double backward_seconds = 0;
+  double optimizer_seconds = 0;
+  // Token data sets: target tokens of the window on all ranks (0 otherwise).
+  int64_t tokens = 0;
+};
+
+// Rank 0 wrote a checkpoint after `step`.
+struct CheckpointReport {
+  int64_t step = 0;
+  std::string path;
+  int64_t bytes = 0;
+  double seconds = 0;
 };
 
 // The split changed mid-run: a window ran out of memory and is run again
@@ -93,6 +107,11 @@ class EventSink {
   virtual void OnRun(const RunReport& report) = 0;
   virtual void OnStep(const StepReport& report) = 0;
   virtual void OnSplitChange(const SplitChange& change) = 0;
+  // A sink that keeps no record of checkpoints logs it.
+  virtual void OnCheckpoint(const CheckpointReport& report) {
+    OnLog(LogLevel::kInfo,
+          "checkpoint after step " + std::to_string(report.step) + ": " + report.path);
+  }
   virtual void OnLog(LogLevel level, const std::string& text) = 0;
 };
 

@@ -3,7 +3,8 @@
 namespace accumulus::engine {
 
 StepReport ReportOf(const Window& w, const WindowResult& result, double lr, double seconds,
-                    const MemoryMeter& memory, int64_t steps_total, int64_t skipped_steps) {
+                    const PhaseTimes& phases, const MemoryMeter& memory, int64_t steps_total,
+                    int64_t skipped_steps, bool token_data) {
   StepReport report;
   report.step = w.step;
   report.epoch = w.epoch;
@@ -29,6 +30,10 @@ StepReport ReportOf(const Window& w, const WindowResult& result, double lr, doub
   report.loss_scale = result.loss_scale;
   report.skipped = result.skipped;
   report.skipped_steps = skipped_steps;
+  report.forward_seconds = phases.forward_seconds;
+  report.backward_seconds = phases.backward_seconds;
+  report.optimizer_seconds = phases.optimizer_seconds;
+  report.tokens = token_data ? result.loss_items : 0;
   return report;
 }
 

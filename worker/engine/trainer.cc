@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <optional>
 
@@ -17,6 +18,7 @@
 #include "worker/engine/memory_meter.h"
 #include "worker/engine/micro_batch_probe.h"
 #include "worker/engine/model_factory.h"
+#include "worker/engine/phase_clock.h"
 #include "worker/engine/process_group_sync.h"
 #include "worker/engine/resume.h"
 #include "worker/engine/run_setup.h"
@@ -106,6 +108,7 @@ class TrainingRun {
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   LossKind loss_ = LossKind::kCrossEntropy;
   std::unique_ptr<WindowAccumulator> window_;
+  std::unique_ptr<PhaseClock> phases_;
   std::unique_ptr<LossScaler> scaler_;
   // Resume.
   RunIdentity identity_;
@@ -167,6 +170,8 @@ Status TrainingRun::Prepare() {
       config_.normalization, config_.accumulation_steps, config_.max_grad_norm, sync_.get());
   if (Status s = CheckPrecision(config_.precision, device_.type()); !s.ok()) return s;
   window_->set_precision(config_.precision, device_.type());
+  phases_ = MakePhaseClock(device_);
+  window_->set_phase_clock(phases_.get());
   if (config_.loss_scaling || config_.precision == Precision::kFp16) {
     scaler_ = std::make_unique<LossScaler>(config_.loss_scaler);
     window_->set_loss_scaler(scaler_.get());
@@ -293,6 +298,7 @@ Status TrainingRun::TrainWindows() {
 Status TrainingRun::TrainWindow(const Window& w) {
   const auto start = Clock::now();
   memory_->ResetPeak();
+  phases_->TakeWindow();  // this window's phases only
   const double lr = LearningRate(config_.lr_schedule, base_lr_, applied_, total_);
   const double weight_decay =
       config_.nominal_batch > 0
@@ -302,15 +308,20 @@ Status TrainingRun::TrainWindow(const Window& w) {
   SetHyperparameters(*optimizer_, lr, weight_decay);
   StatusOr<WindowResult> result = AccumulateWindow(w);
   if (!result.ok()) return result.status();
-  if (!result->skipped) {
-    optimizer_->step();
-    ++applied_;
+  {
+    PhaseScope optimizer(phases_.get(), Phase::kOptimizer);
+    if (!result->skipped) {
+      optimizer_->step();
+      ++applied_;
+    }
+    // Freed, not zeroed: between windows no gradient memory is held.
+    model_->ZeroGrad();
   }
-  // Freed, not zeroed: between windows no gradient memory is held.
-  model_->ZeroGrad();
+  const PhaseTimes phases = phases_->TakeWindow();
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  sink_->OnStep(ReportOf(w, *result, lr, seconds, *memory_, total_,
-                         scaler_ ? scaler_->skipped_windows() : 0));
+  sink_->OnStep(ReportOf(w, *result, lr, seconds, phases, *memory_, total_,
+                         scaler_ ? scaler_->skipped_windows() : 0,
+                         data_->shape().sequence_length > 0));
   return Status::Ok();
 }
 
@@ -333,6 +344,7 @@ StatusOr<WindowResult> TrainingRun::AccumulateWindow(const Window& w) {
     WindowResult result = window_->FinishWindow(out_of_memory);
     if (!result.out_of_memory) return result;
     model_->ZeroGrad();
+    phases_->TakeWindow();  // the attempt that ran out counts nothing
     if (micro_ == 1) {
       return Status::ResourceExhausted("out of memory at micro_batch 1 in step " +
                                        std::to_string(w.step))
@@ -364,9 +376,10 @@ Status TrainingRun::Checkpoint(int64_t step) {
     return path.status().WithContext("checkpoint after step " + std::to_string(step));
   }
   checkpointed_ = step;
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
-  sink_->OnLog(LogLevel::kInfo, "checkpoint after step " + std::to_string(step) + ": " + *path +
-                                    " (" + std::to_string(ms.count()) + " ms)");
+  std::error_code size_error;
+  const auto bytes = std::filesystem::file_size(*path, size_error);
+  sink_->OnCheckpoint({step, *path, size_error ? 0 : static_cast<int64_t>(bytes),
+                       std::chrono::duration<double>(Clock::now() - start).count()});
   return Status::Ok();
 }
 

@@ -1,6 +1,7 @@
 #include "worker/engine/window_accumulator.h"
 
 #include <limits>
+#include <optional>
 
 namespace accumulus::engine {
 
@@ -17,6 +18,7 @@ WindowAccumulator::WindowAccumulator(std::vector<torch::Tensor> parameters, Forw
       sync_(sync) {}
 
 void WindowAccumulator::AddMicroBatch(const Batch& batch) {
+  std::optional<PhaseScope> forward(std::in_place, clock_, Phase::kForward);
   torch::Tensor outputs;
   {
     AutocastScope autocast(precision_, device_type_);
@@ -29,7 +31,11 @@ void WindowAccumulator::AddMicroBatch(const Batch& batch) {
                                 : loss.sum / (loss.items.to(loss.sum.scalar_type()) *
                                               static_cast<double>(nominal_microbatches_));
   if (scaler_ != nullptr) objective = objective * scaler_->scale();
-  objective.backward();
+  forward.reset();
+  {
+    PhaseScope backward(clock_, Phase::kBackward);
+    objective.backward();
+  }
   // Kept on the device: summed here, read on the host once per window.
   loss_sum_ = loss_sum_.defined() ? loss_sum_ + loss.sum.detach() : loss.sum.detach();
   items_ = items_.defined() ? items_ + loss.items : loss.items;

@@ -18,6 +18,7 @@
 #include "worker/engine/gradient_sync.h"
 #include "worker/engine/loss.h"
 #include "worker/engine/loss_scaler.h"
+#include "worker/engine/phase_clock.h"
 #include "worker/engine/train_config.h"
 
 namespace accumulus::engine {
@@ -61,6 +62,9 @@ class WindowAccumulator {
   // Scales every loss by scaler->scale() and unscales once per window (not
   // owned; null: no loss scaling).
   void set_loss_scaler(LossScaler* scaler) { scaler_ = scaler; }
+  // Times each micro-batch's forward and backward (not owned; null: not
+  // timed).
+  void set_phase_clock(PhaseClock* clock) { clock_ = clock; }
 
   // Forward and backward of one micro-batch. No communication, no division.
   void AddMicroBatch(const Batch& batch);
@@ -90,6 +94,7 @@ class WindowAccumulator {
   Precision precision_ = Precision::kFp32;
   c10::DeviceType device_type_ = c10::DeviceType::CPU;
   LossScaler* scaler_ = nullptr;
+  PhaseClock* clock_ = nullptr;
 
   // The current window.
   int64_t microbatches_ = 0;

@@ -100,7 +100,21 @@ void ProtoEventSink::OnStep(const engine::StepReport& r) {
   s->set_loss_scale(r.loss_scale);
   s->set_skipped(r.skipped);
   s->set_skipped_steps(r.skipped_steps);
+  s->set_forward_seconds(r.forward_seconds);
+  s->set_backward_seconds(r.backward_seconds);
+  s->set_optimizer_seconds(r.optimizer_seconds);
+  s->set_tokens(r.tokens);
   Emit(std::move(event), /*hold=*/true);
+}
+
+void ProtoEventSink::OnCheckpoint(const engine::CheckpointReport& report) {
+  v1::JobEvent event = TimedEvent();
+  v1::CheckpointWritten* checkpoint = event.mutable_checkpoint();
+  checkpoint->set_step(report.step);
+  checkpoint->set_path(report.path);
+  checkpoint->set_bytes(report.bytes);
+  checkpoint->set_seconds(report.seconds);
+  Emit(std::move(event), /*hold=*/false);
 }
 
 void ProtoEventSink::OnSplitChange(const engine::SplitChange& change) {
