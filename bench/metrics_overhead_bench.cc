@@ -43,6 +43,30 @@ void BM_MetricsPerStep(benchmark::State& state) {
 }
 BENCHMARK(BM_MetricsPerStep)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
+// The phase timing a trainer adds to one CPU window of k micro-batches: a
+// forward and a backward span per micro-batch, the optimizer's, and the
+// window's total read. Its cost plus BM_MetricsPerStep's, divided by the
+// window's time, is the metrics overhead, to a precision no A/B of whole
+// windows on a noisy machine reaches (BM_WindowMetrics below).
+void BM_PhaseClockPerWindow(benchmark::State& state) {
+  const int64_t microbatches = state.range(0);
+  const std::unique_ptr<PhaseClock> clock = MakePhaseClock(torch::kCPU);
+  for (auto _ : state) {
+    for (int64_t i = 0; i < microbatches; ++i) {
+      { PhaseScope forward(clock.get(), Phase::kForward); }
+      { PhaseScope backward(clock.get(), Phase::kBackward); }
+    }
+    { PhaseScope optimizer(clock.get(), Phase::kOptimizer); }
+    benchmark::DoNotOptimize(clock->TakeWindow());
+  }
+}
+BENCHMARK(BM_PhaseClockPerWindow)
+    ->ArgName("microbatches")
+    ->Arg(16)
+    ->Arg(64)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+
 // metrics 1: as the trainer runs a window (phases timed, the report built
 // and written); 0: the window alone. split_report.py sets them side by side.
 void BM_WindowMetrics(benchmark::State& state) {

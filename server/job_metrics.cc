@@ -76,7 +76,7 @@ void JobMetrics::StateChanged(const v1::Job& job, v1::JobState from, v1::JobStat
   if (IsTerminal(to)) {
     metrics_->jobs_finished->WithLabels({StateLabel(to)})->Increment();
     series.expires_at = now_() + retention_;
-    expiring_.emplace_back(*series.expires_at, job.id());
+    expiring_.emplace(*series.expires_at, job.id());
     ExpireFinished();
   }
 }
@@ -174,9 +174,9 @@ void JobMetrics::WorkerPool(int64_t workers, int64_t slots, int64_t free_slots) 
 
 void JobMetrics::ExpireFinished() {
   const auto now = now_();
-  while (!expiring_.empty() && expiring_.front().first <= now) {
-    const auto [deadline, job_id] = expiring_.front();
-    expiring_.pop_front();
+  while (!expiring_.empty() && expiring_.begin()->first <= now) {
+    const auto [deadline, job_id] = *expiring_.begin();
+    expiring_.erase(expiring_.begin());
     auto it = series_.find(job_id);
     // Not if the job was resumed since (or finished again, later).
     if (it != series_.end() && it->second.expires_at == deadline) RemoveJobSeries(job_id);

@@ -11,7 +11,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <optional>
@@ -78,8 +77,9 @@ class JobMetrics {
   const SteadyClock now_;
   std::chrono::milliseconds retention_{0};
   std::map<std::string, Series> series_;
-  // Finished jobs in the order they finished, with when their series go.
-  std::deque<std::pair<std::chrono::steady_clock::time_point, std::string>> expiring_;
+  // Finished jobs by when their series go (ordered whatever the retention
+  // was when each finished).
+  std::multimap<std::chrono::steady_clock::time_point, std::string> expiring_;
 };
 
 }  // namespace accumulus::server

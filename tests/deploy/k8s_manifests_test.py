@@ -8,6 +8,7 @@ binary accepts (--check-config).
 """
 
 import copy
+import json
 import os
 import re
 import shutil
@@ -350,6 +351,48 @@ class Manifests(unittest.TestCase):
             args.append(arg)
         return subprocess.run([str(binary), *args, "--check-config"], capture_output=True,
                               text=True, timeout=60)
+
+
+class GrafanaProvisioning(unittest.TestCase):
+    """The datasource and dashboard provider Grafana reads, and the dashboard
+    they serve, agree with each other."""
+
+    GRAFANA = SOURCE / "deploy" / "grafana"
+
+    def test_the_datasource_and_the_provider(self):
+        datasources = yaml.safe_load((self.GRAFANA / "provisioning" / "datasources" /
+                                      "accumulus.yaml").read_text())
+        self.assertEqual(datasources["apiVersion"], 1)
+        [source] = datasources["datasources"]
+        self.assertEqual(source["type"], "prometheus")
+        self.assertTrue(source["url"].startswith("http"))
+        providers = yaml.safe_load((self.GRAFANA / "provisioning" / "dashboards" /
+                                    "accumulus.yaml").read_text())
+        [provider] = providers["providers"]
+        self.assertEqual(provider["type"], "file")
+        self.assertTrue(provider["options"]["path"].startswith("/"))
+
+    def test_every_panel_queries_the_chosen_prometheus(self):
+        dashboard = json.loads((self.GRAFANA / "dashboards" / "accumulus.json").read_text())
+        self.assertTrue(dashboard["uid"])
+        variables = {v["name"]: v for v in dashboard["templating"]["list"]}
+        self.assertEqual(variables["datasource"]["query"], "prometheus")
+        self.assertIn("job_id", json.dumps(variables["job"]["query"]))
+        targets = 0
+        for panel in dashboard["panels"]:
+            for target in panel.get("targets", []):
+                self.assertEqual(target["datasource"]["uid"], "${datasource}", panel["title"])
+                targets += 1
+        self.assertGreater(targets, 30)
+
+    @unittest.skipIf(KUBECTL is None, "kubectl is not installed: the manifests cannot be rendered")
+    def test_the_overlays_carry_the_same_dashboard_for_the_sidecar(self):
+        for overlay in OVERLAYS:
+            objects = render(SOURCE / "deploy" / "k8s" / "overlays" / overlay)
+            config_map = find(objects, "ConfigMap", "accumulus-grafana-dashboard")
+            self.assertEqual(config_map["metadata"]["labels"]["grafana_dashboard"], "1")
+            self.assertEqual(json.loads(config_map["data"]["accumulus.json"]),
+                             json.loads((self.GRAFANA / "dashboards" / "accumulus.json").read_text()))
 
 
 if __name__ == "__main__":

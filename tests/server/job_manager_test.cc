@@ -747,6 +747,40 @@ v1::TrainerEvents StepReport(const std::string& job_id, int64_t step) {
   return events;
 }
 
+// Cardinality: 200 short jobs through the whole lifecycle, each with a step;
+// their series stay for the retention, then go, however many ran.
+TEST_F(JobManagerTest, AfterManyShortJobsOnlyTheRetainedJobsHaveSeries) {
+  const auto series_of_jobs = [this] {
+    const std::string text = registry_.Render();
+    std::set<std::string> ids;
+    const std::regex id(R"(job_id="([^"]+)\")");
+    for (std::sregex_iterator it(text.begin(), text.end(), id), end; it != end; ++it) {
+      ids.insert((*it)[1]);
+    }
+    return ids.size();
+  };
+  std::vector<v1::ControllerMessage> inbox;
+  jobs_.WorkerConnected(Worker("w1", 1), Inbox(&inbox));
+  const auto run_jobs = [this](int count) {
+    for (int i = 0; i < count; ++i) {
+      const std::string id = jobs_.Submit(SmallSpec(), kOwner)->id();
+      jobs_.RecordStatus("w1", Ended(id, v1::JOB_STATE_RUNNING, ""));
+      jobs_.RecordEvents("w1", StepReport(id, 1));
+      jobs_.RecordStatus("w1", Ended(id, v1::JOB_STATE_SUCCEEDED, ""));
+      ASSERT_EQ(State(id), v1::JOB_STATE_SUCCEEDED);
+    }
+  };
+  jobs_.set_finished_job_metrics_retention(std::chrono::hours(1));
+  run_jobs(100);
+  EXPECT_EQ(series_of_jobs(), 100u) << "within the retention: each finished job's last values";
+  jobs_.set_finished_job_metrics_retention(std::chrono::milliseconds(0));
+  run_jobs(100);
+  jobs_.Expire();
+  EXPECT_EQ(series_of_jobs(), 100u) << "the first 100 still within their hour, the rest gone";
+  EXPECT_NE(registry_.Render().find("accumulus_jobs_finished_total{state=\"succeeded\"} 200"),
+            std::string::npos);
+}
+
 // A controller restart: a new JobManager on the same store.
 class RecoveryTest : public JobManagerTest {
  protected:

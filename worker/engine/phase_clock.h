@@ -12,6 +12,7 @@
 
 #include <torch/types.h>
 
+#include <exception>
 #include <memory>
 
 namespace accumulus::engine {
