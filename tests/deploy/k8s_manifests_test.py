@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import tomllib
 import unittest
 from pathlib import Path
 
@@ -281,6 +282,22 @@ class Manifests(unittest.TestCase):
             self.assertEqual(mounts, ["/shared"], name_of(worker))
         claim = find(self.rendered["gpu"], "PersistentVolumeClaim", "accumulus-shared")
         self.assertEqual(claim["spec"]["accessModes"], ["ReadWriteMany"])
+
+    def test_the_workers_roots_are_mounted(self):
+        # The worker refuses to start on a root that is not a directory: on a
+        # fresh volume only its mount point is one.
+        for overlay, objects in self.rendered.items():
+            config = find(objects, "ConfigMap", "accumulus-worker-config")
+            flags = tomllib.loads(config["data"]["worker.toml"])
+            roots = flags["data-root"] + flags["output-root"]
+            self.assertTrue(roots, overlay)
+            for workload, pod in pod_specs(objects):
+                container = pod["containers"][0]
+                if container["name"] != "worker":
+                    continue
+                mounted = {m["mountPath"] for m in container["volumeMounts"]}
+                for root in roots:
+                    self.assertIn(root, mounted, f"{overlay}: {name_of(workload)}")
 
     def test_network_policies_deny_by_default(self):
         for overlay, objects in self.rendered.items():
