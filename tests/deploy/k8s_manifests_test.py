@@ -283,6 +283,14 @@ class Manifests(unittest.TestCase):
         claim = find(self.rendered["gpu"], "PersistentVolumeClaim", "accumulus-shared")
         self.assertEqual(claim["spec"]["accessModes"], ["ReadWriteMany"])
 
+    def test_the_scrape_annotations_name_the_metrics_port(self):
+        for overlay, objects in self.rendered.items():
+            for workload, pod in pod_specs(objects):
+                annotations = workload["spec"]["template"]["metadata"]["annotations"]
+                ports = {p["name"]: p["containerPort"] for p in pod["containers"][0]["ports"]}
+                self.assertEqual(int(annotations["prometheus.io/port"]), ports["metrics"],
+                                 f"{overlay}: {name_of(workload)}")
+
     def test_the_workers_roots_are_mounted(self):
         # The worker refuses to start on a root that is not a directory: on a
         # fresh volume only its mount point is one.
