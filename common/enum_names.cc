@@ -50,12 +50,18 @@ bool IsNamedEnumValue(const google::protobuf::EnumDescriptor& type, int number) 
   return number != 0 && type.FindValueByNumber(number) != nullptr;
 }
 
+std::vector<std::string> EnumValueNameList(const google::protobuf::EnumDescriptor& type) {
+  std::vector<std::string> names;
+  for (int i = 0; i < type.value_count(); ++i) {
+    if (type.value(i)->number() != 0) names.push_back(EnumValueName(type, type.value(i)->number()));
+  }
+  return names;
+}
+
 std::string EnumValueNames(const google::protobuf::EnumDescriptor& type) {
   std::string names;
-  for (int i = 0; i < type.value_count(); ++i) {
-    if (type.value(i)->number() == 0) continue;
-    if (!names.empty()) names += ", ";
-    names += EnumValueName(type, type.value(i)->number());
+  for (const std::string& name : EnumValueNameList(type)) {
+    names += (names.empty() ? "" : ", ") + name;
   }
   return names;
 }

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace accumulus {
 
@@ -27,7 +28,9 @@ std::optional<int> EnumValueByName(const google::protobuf::EnumDescriptor& type,
 // Whether `number` is a value of `type` other than 0.
 bool IsNamedEnumValue(const google::protobuf::EnumDescriptor& type, int number);
 
-// Every name of `type` in the order of the .proto: "sgd, adamw".
+// Every name of `type` in the order of the .proto: {"sgd", "adamw"}; and
+// the same as one line: "sgd, adamw".
+std::vector<std::string> EnumValueNameList(const google::protobuf::EnumDescriptor& type);
 std::string EnumValueNames(const google::protobuf::EnumDescriptor& type);
 
 template <typename Enum>

@@ -22,18 +22,6 @@ void Zero(metrics::Family<Metric>* family, const std::vector<std::string>& value
   for (const std::string& value : values) family->WithLabels({value});
 }
 
-// Every named value of an enum ("queued", "starting", ...).
-template <typename Enum>
-std::vector<std::string> LabelsOf() {
-  const google::protobuf::EnumDescriptor& type = EnumTypeOf<Enum>();
-  std::vector<std::string> labels;
-  for (int i = 0; i < type.value_count(); ++i) {
-    if (type.value(i)->number() != 0)
-      labels.push_back(EnumValueName(type, type.value(i)->number()));
-  }
-  return labels;
-}
-
 }  // namespace
 
 ControllerMetrics::ControllerMetrics(metrics::Registry* r)
@@ -160,9 +148,12 @@ ControllerMetrics::ControllerMetrics(metrics::Registry* r)
                                      "Windows run again with half the micro-batch after running "
                                      "out of memory.",
                                      kRank)) {
-  Zero(jobs, LabelsOf<v1::JobState>());
-  Zero(jobs_finished, {"succeeded", "failed", "cancelled"});
-  Zero(attempts_failed, LabelsOf<v1::FailureClass>());
+  Zero(jobs, EnumValueNameList(EnumTypeOf<v1::JobState>()));
+  for (v1::JobState state :
+       {v1::JOB_STATE_SUCCEEDED, v1::JOB_STATE_FAILED, v1::JOB_STATE_CANCELLED}) {
+    jobs_finished->WithLabels({NameOf(state)});
+  }
+  Zero(attempts_failed, EnumValueNameList(EnumTypeOf<v1::FailureClass>()));
   Zero(requests_refused, {"unauthenticated", "permission_denied"});
   build_info->Set(1);
 }

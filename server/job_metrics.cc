@@ -1,7 +1,5 @@
 #include "server/job_metrics.h"
 
-#include <google/protobuf/util/time_util.h>
-
 #include "common/clock.h"
 #include "common/enum_names.h"
 #include "server/job_state.h"
@@ -16,10 +14,9 @@ double UnixSeconds() {
 
 constexpr const char* kPhases[] = {"forward", "backward", "allreduce", "optimizer"};
 
-// The rank's figures as one rank of a data-parallel step; a single-device
-// job's step carries them itself.
-std::vector<v1::RankStepMetrics> RanksOf(const v1::StepMetrics& step) {
-  if (step.ranks_size() > 0) return {step.ranks().begin(), step.ranks().end()};
+// A single-device job's step carries its one rank's figures itself: the
+// same as a data-parallel step's entry in `ranks`.
+v1::RankStepMetrics OnlyRankOf(const v1::StepMetrics& step) {
   v1::RankStepMetrics only;
   only.set_rank(step.rank());
   only.set_allreduce_bytes(step.allreduce_bytes());
@@ -33,7 +30,7 @@ std::vector<v1::RankStepMetrics> RanksOf(const v1::StepMetrics& step) {
   only.set_forward_seconds(step.forward_seconds());
   only.set_backward_seconds(step.backward_seconds());
   only.set_optimizer_seconds(step.optimizer_seconds());
-  return {only};
+  return only;
 }
 
 }  // namespace
@@ -90,7 +87,7 @@ void JobMetrics::Recovered(const v1::Job& job) {
   metrics_->jobs->WithLabels({StateLabel(job.state())})->Increment();
   if (job.state() == v1::JOB_STATE_RUNNING) {
     // Its trainers may still be at it: progress counts from now.
-    series_[job.id()];
+    series_.try_emplace(job.id());
     metrics_->job_running->WithLabels({job.id()})->Set(1);
     metrics_->job_attempt->WithLabels({job.id()})->Set(std::max(1, job.attempt()));
     metrics_->job_last_progress->WithLabels({job.id()})->Set(UnixSeconds());
@@ -122,7 +119,8 @@ void JobMetrics::StepRecorded(const v1::Job& job, const v1::StepMetrics& step) {
   metrics_->job_loss_scale->WithLabels(labels)->Set(step.loss_scale());
   metrics_->job_step_seconds->WithLabels(labels)->Observe(step.step_seconds());
   metrics_->job_last_progress->WithLabels(labels)->Set(UnixSeconds());
-  for (const v1::RankStepMetrics& rank : RanksOf(step)) Rank(job, &series, rank);
+  if (step.ranks_size() == 0) Rank(job, &series, OnlyRankOf(step));
+  for (const v1::RankStepMetrics& rank : step.ranks()) Rank(job, &series, rank);
 }
 
 void JobMetrics::Rank(const v1::Job& job, Series* series, const v1::RankStepMetrics& rank) {
@@ -153,16 +151,13 @@ void JobMetrics::Rank(const v1::Job& job, Series* series, const v1::RankStepMetr
 }
 
 void JobMetrics::SplitChanged(const v1::Job& job, const v1::SplitChange& split) {
-  const int32_t rank = split.rank();
-  const std::string worker_id =
-      rank < job.placements_size() ? job.placements(rank).worker_id() : job.worker_id();
-  const std::vector<std::string> labels = RankLabels(job, rank, worker_id);
+  const std::vector<std::string> labels = RankLabels(job, split.rank(), /*worker_id=*/"");
   series_[job.id()].rank_labels.insert(labels);
   metrics_->rank_oom_retries->WithLabels(labels)->Increment();
 }
 
 void JobMetrics::CheckpointWritten(const v1::Job& job) {
-  series_[job.id()];
+  series_.try_emplace(job.id());
   metrics_->job_checkpoints->WithLabels({job.id()})->Increment();
 }
 

@@ -68,6 +68,8 @@ class JobMetrics {
   };
 
   void Rank(const v1::Job& job, Series* series, const v1::RankStepMetrics& rank);
+  // job_id, rank, worker_id; an empty `worker_id` is the rank's placement's
+  // (else the job's worker).
   std::vector<std::string> RankLabels(const v1::Job& job, int32_t rank,
                                       const std::string& worker_id) const;
   void RemoveRankSeries(Series* series);

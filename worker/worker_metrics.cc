@@ -34,7 +34,9 @@ WorkerMetrics::WorkerMetrics(metrics::Registry* r)
                                 ->WithLabels({})) {
   build_info->Set(1);
   // Both kinds from the start: a CPU node says it has 0 GPUs.
-  for (const char* kind : {"cpu", "cuda"}) device_slots->WithLabels({kind});
+  for (const std::string& kind : EnumValueNameList(EnumTypeOf<v1::DeviceKind>())) {
+    device_slots->WithLabels({kind});
+  }
 }
 
 void WorkerMetrics::Inventory(const std::vector<v1::Device>& devices) {
