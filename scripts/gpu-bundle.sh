@@ -12,7 +12,7 @@ install_all
 
 # The tests and the bench, in the test command's build folder.
 mkdir -p "$BUILD_DIR"
-cmake -S "$ROOT" -B "$BUILD_DIR" -DACCUMULUS_BUILD_BENCH=ON > /dev/null
+cmake -S "$ROOT" -B "$BUILD_DIR" -DACCUMULUS_PYTHON="$PYTHON" -DACCUMULUS_BUILD_BENCH=ON > /dev/null
 build ON
 
 BUNDLE="$BUILD_DIR/gpu-bundle"
