@@ -25,6 +25,10 @@ json="$RESULTS/engine-split-$stamp.json"
 "$PYTHON" "$ROOT/bench/split_report.py" "$json" "$(git -C "$ROOT" rev-parse --short HEAD)" \
   > "$RESULTS/engine-split-$stamp.md"
 cat "$RESULTS/engine-split-$stamp.md"
+# What measuring the gradient noise scale costs per window (target < 1%).
+"$PYTHON" "$ROOT/bench/noise_report.py" "$json" "$(git -C "$ROOT" rev-parse --short HEAD)" \
+  > "$RESULTS/noise-overhead-$stamp.md"
+cat "$RESULTS/noise-overhead-$stamp.md"
 
 # Against the peers (Python and plain LibTorch loops, whole jobs through a
 # worker): ratios in one run.

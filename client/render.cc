@@ -7,6 +7,7 @@
 #include <sstream>
 #include <vector>
 
+#include "client/noise_advice.h"
 #include "client/terminal_text.h"
 #include "common/device_name.h"
 #include "common/enum_names.h"
@@ -181,6 +182,11 @@ std::string JobDetails(const v1::Job& j) {
   }
   out << "worker:       " << (j.worker_id().empty() ? "-" : TerminalSafe(j.worker_id())) << "\n"
       << "batch:        global " << BatchSplit(j.batch()) << "\n"
+      << (s.adaptive_batch().max_global_batch() > 0
+              ? "adaptive:     global batch follows the noise scale within [" +
+                    std::to_string(s.adaptive_batch().min_global_batch()) + ", " +
+                    std::to_string(s.adaptive_batch().max_global_batch()) + "]\n"
+              : "")
       << "normalization:"
       << " " << NameOf(s.normalization()) << "\n"
       << "model:        " << NameOf(s.model().kind()) << "\n"
@@ -215,6 +221,9 @@ std::string JobDetails(const v1::Job& j) {
         << Format("%.4g", m.grad_norm()) << ", " << HumanRate(m.samples_per_second())
         << " samples/s\n"
         << "memory:       " << MemoryText(m) << "\n";
+    if (const std::string advice = NoiseScaleAdvice(j.batch(), m); !advice.empty()) {
+      out << "noise scale:  " << advice << "\n";
+    }
   }
   return out.str();
 }
@@ -251,6 +260,9 @@ std::string EventLine(const v1::JobEvent& e) {
                                                        : "") +
            "  window " + std::to_string(m.microbatches()) + "×micro, " +
            std::to_string(m.samples()) + "/" + std::to_string(m.effective_batch()) + " samples  " +
+           (m.noise().noise_scale() > 0 ? "B_noise " + HumanCount(m.noise().noise_scale()) +
+                                              (m.noise().tokens() ? " tokens  " : "  ")
+                                        : "") +
            HumanRate(m.samples_per_second()) + " samples/s  " + MemoryText(m) + RanksText(m);
   }
   if (e.has_state()) {
@@ -288,6 +300,13 @@ std::string EventLine(const v1::JobEvent& e) {
            std::to_string(e.split().micro_batch()) + " × accumulation " +
            std::to_string(e.split().accumulation_steps()) + " (" +
            TerminalSafe(e.split().reason()) + ")";
+  }
+  if (e.has_batch_change()) {
+    const v1::BatchChange& b = e.batch_change();
+    return "batch from step " + std::to_string(b.step()) + ": global " +
+           std::to_string(b.previous_global_batch()) + " → " + std::to_string(b.global_batch()) +
+           " (accumulation " + std::to_string(b.accumulation_steps()) + "), lr " +
+           Format("%.4g", b.lr()) + ": " + TerminalSafe(b.reason());
   }
   if (e.has_checkpoint()) {
     char size[64];

@@ -141,6 +141,12 @@ const std::vector<LimitedField>& LimitedFields() {
       Integer("checkpoint.every_steps", 0, 1e9, [](S s) { return s.checkpoint().every_steps(); }),
       Integer("checkpoint.keep", 0, 1000, [](S s) { return s.checkpoint().keep(); }),
       Integer("max_restarts", 0, 100, [](S s) -> int64_t { return s.max_restarts(); }),
+      Integer("adaptive_batch.min_global_batch", 0, kKi * kMi,
+              [](S s) { return s.adaptive_batch().min_global_batch(); }),
+      Integer("adaptive_batch.max_global_batch", 0, kKi * kMi,
+              [](S s) { return s.adaptive_batch().max_global_batch(); }),
+      Integer("adaptive_batch.interval_steps", 0, 1e6,
+              [](S s) { return s.adaptive_batch().interval_steps(); }),
       Integer("lr_schedule.warmup_steps", 0, 1e5,
               [](S s) { return s.lr_schedule().warmup_steps(); }),
       RealIn("optimizer.lr", 0, true, 1000, false, [](S s) { return s.optimizer().lr(); }),
@@ -417,7 +423,51 @@ void CheckPaths(Violations* bad, const v1::JobSpec& spec) {
 
 // The checks that combine fields of the whole spec, each skipped where one
 // of its fields is wrong already.
+// adaptive_batch, once the batch plan is known: its bounds hold a global
+// batch the fixed micro_batch × devices can make, including the one the job
+// starts with.
+void CheckAdaptiveBatch(Violations* bad, const v1::BatchPlan& plan, const v1::AdaptiveBatch& a) {
+  const int64_t unit = plan.micro_batch() * plan.devices();
+  if (unit <= 0 || a.max_global_batch() / unit <
+                       std::max<int64_t>(1, (a.min_global_batch() + unit - 1) / unit)) {
+    bad->Add("adaptive_batch", "adaptive_batch [" + Int(a.min_global_batch()) + ", " +
+                                   Int(a.max_global_batch()) +
+                                   "] holds no multiple of micro_batch × devices " + Int(unit));
+  } else if (plan.global_batch() < a.min_global_batch() ||
+             plan.global_batch() > a.max_global_batch()) {
+    bad->Add("adaptive_batch", "the starting global_batch " + Int(plan.global_batch()) +
+                                   " lies outside adaptive_batch [" + Int(a.min_global_batch()) +
+                                   ", " + Int(a.max_global_batch()) + "]");
+  } else if (plan.devices() == 1 && a.min_global_batch() < 2 * plan.micro_batch()) {
+    bad->Add("adaptive_batch.min_global_batch",
+             "adaptive_batch.min_global_batch " + Int(a.min_global_batch()) +
+                 " on one device must be at least 2 × micro_batch (" + Int(2 * plan.micro_batch()) +
+                 "): the noise scale it follows needs two micro-batches per window");
+  }
+}
+
 void CheckCombinations(Violations* bad, const v1::JobSpec& spec) {
+  const v1::AdaptiveBatch& adaptive = spec.adaptive_batch();
+  if (!bad->Any("adaptive_batch") &&
+      (adaptive.min_global_batch() > 0 || adaptive.max_global_batch() > 0 ||
+       adaptive.interval_steps() > 0)) {
+    if (adaptive.min_global_batch() == 0 || adaptive.max_global_batch() == 0) {
+      bad->Add("adaptive_batch",
+               "adaptive_batch needs min_global_batch and max_global_batch (got " +
+                   Int(adaptive.min_global_batch()) + " and " + Int(adaptive.max_global_batch()) +
+                   ")");
+    } else if (adaptive.min_global_batch() > adaptive.max_global_batch()) {
+      bad->Add("adaptive_batch.min_global_batch",
+               "adaptive_batch.min_global_batch " + Int(adaptive.min_global_batch()) +
+                   " is above max_global_batch " + Int(adaptive.max_global_batch()));
+    } else if (spec.nominal_batch() > 0 || spec.auto_micro_batch() || spec.min_devices() > 0) {
+      bad->Add(
+          "adaptive_batch",
+          "adaptive_batch moves accumulation_steps at a fixed micro_batch and device count: it "
+          "does not combine with nominal_batch, micro_batch auto or devices {min, max}");
+    }
+  }
+
   if (!bad->AnyOf("devices", "devices.min") && spec.min_devices() > spec.devices()) {
     bad->Add("devices.min", "devices.min " + Int(spec.min_devices()) +
                                 " must be between 1 and devices.max " + Int(spec.devices()));
@@ -437,8 +487,10 @@ void CheckCombinations(Violations* bad, const v1::JobSpec& spec) {
     bad->Add("checkpoint.dir", "checkpoint.every_steps " + Int(spec.checkpoint().every_steps()) +
                                    " needs checkpoint.dir (where to write them)");
   }
-  if (spec.lr_scaling() == v1::LR_SCALING_LINEAR && spec.base_batch() == 0) {
-    bad->Add("base_batch", "lr_scaling \"linear\" needs base_batch (the batch lr was tuned for)");
+  if ((spec.lr_scaling() == v1::LR_SCALING_LINEAR || spec.lr_scaling() == v1::LR_SCALING_SQRT) &&
+      spec.base_batch() == 0) {
+    bad->Add("base_batch", "lr_scaling " + Quoted(spec.lr_scaling()) +
+                               " needs base_batch (the batch lr was tuned for)");
   }
   if (spec.nominal_batch() > 0 &&
       (spec.micro_batch() == 0 || spec.accumulation_steps() != 0 || spec.global_batch() != 0)) {
@@ -528,12 +580,18 @@ StatusOr<v1::JobSpec> NormalizeJobSpec(const v1::JobSpec& input) {
                                   " (micro_batch × accumulation_steps × devices) exceeds the "
                                   "limit " +
                                   Int(static_cast<int64_t>(kKi * kMi)));
-    } else if (spec.partial_window() == v1::PARTIAL_WINDOW_DROP &&
-               spec.data().kind() == v1::DATA_KIND_SYNTHETIC && !bad.Any("data.samples") &&
-               batch->global_batch() > spec.data().samples()) {
-      bad.Add("partial_window", "partial_window \"drop\" with global_batch " +
-                                    Int(batch->global_batch()) + " larger than data.samples " +
-                                    Int(spec.data().samples()) + ": every window would be dropped");
+    } else {
+      if (spec.adaptive_batch().max_global_batch() > 0 && !bad.Any("adaptive_batch")) {
+        CheckAdaptiveBatch(&bad, *batch, spec.adaptive_batch());
+      }
+      if (spec.partial_window() == v1::PARTIAL_WINDOW_DROP &&
+          spec.data().kind() == v1::DATA_KIND_SYNTHETIC && !bad.Any("data.samples") &&
+          batch->global_batch() > spec.data().samples()) {
+        bad.Add("partial_window", "partial_window \"drop\" with global_batch " +
+                                      Int(batch->global_batch()) + " larger than data.samples " +
+                                      Int(spec.data().samples()) +
+                                      ": every window would be dropped");
+      }
     }
   }
   if (!bad.empty()) return Status::InvalidFields(bad.Take());

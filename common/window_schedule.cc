@@ -80,23 +80,41 @@ WindowSchedule::WindowSchedule(WindowScheduleConfig config) : config_(std::move(
     ++steps_total_;
     if (w.epoch == 0) ++steps_first_epoch_;
   }
-  const bool stream_left =
-      config_.samples_per_epoch > 0 && (config_.epochs == 0 || epoch_ < config_.epochs);
-  if (more && stream_left) {
-    const int64_t g = config_.micro_batch * AccumulationAt(config_, step_) * config_.devices;
-    StepCounts rest = g > 0 ? CountConstantWindows(config_, g, epoch_, offset_) : StepCounts{};
-    if (config_.max_steps > 0) {
-      const int64_t allowed = std::max<int64_t>(0, config_.max_steps - step_);
-      rest.total = std::min(rest.total, allowed);
-      rest.starting_in_epoch_0 = std::min(rest.starting_in_epoch_0, allowed);
-    }
-    steps_total_ = SaturatingAdd(steps_total_, rest.total);
-    steps_first_epoch_ += rest.starting_in_epoch_0;
+  if (more) {
+    int64_t in_epoch_0 = 0;
+    steps_total_ = SaturatingAdd(steps_total_, CountFromHere(&in_epoch_0));
+    steps_first_epoch_ += in_epoch_0;
   }
   step_ = epoch_ = offset_ = 0;
 }
 
+int64_t WindowSchedule::CountFromHere(int64_t* in_epoch_0) const {
+  const bool stream_left =
+      config_.samples_per_epoch > 0 && (config_.epochs == 0 || epoch_ < config_.epochs);
+  const int64_t g = config_.micro_batch * AccumulationAt(config_, step_) * config_.devices;
+  StepCounts rest =
+      stream_left && g > 0 ? CountConstantWindows(config_, g, epoch_, offset_) : StepCounts{};
+  if (config_.max_steps > 0) {
+    const int64_t allowed = std::max<int64_t>(0, config_.max_steps - step_);
+    rest.total = std::min(rest.total, allowed);
+    rest.starting_in_epoch_0 = std::min(rest.starting_in_epoch_0, allowed);
+  }
+  if (in_epoch_0 != nullptr) *in_epoch_0 = rest.starting_in_epoch_0;
+  return rest.total;
+}
+
 bool WindowSchedule::Next(Window* window) { return Advance(window); }
+
+void WindowSchedule::set_accumulation(int64_t accumulation) {
+  config_.accumulation_steps = accumulation;
+  steps_total_ = SaturatingAdd(step_, CountFromHere());
+}
+
+void WindowSchedule::Seek(const SchedulePosition& position) {
+  step_ = position.step;
+  epoch_ = position.epoch;
+  offset_ = position.offset;
+}
 
 int64_t WindowSchedule::AccumulationAt(const WindowScheduleConfig& config, int64_t step) {
   if (config.nominal_batch <= 0) return config.accumulation_steps;

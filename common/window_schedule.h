@@ -43,6 +43,14 @@ struct Window {
   int64_t size() const;
 };
 
+// Where the stream stands between windows: what a checkpoint of an adaptive
+// run records (its windows cannot be recomputed from the config alone).
+struct SchedulePosition {
+  int64_t step = 0;  // windows taken
+  int64_t epoch = 0;
+  int64_t offset = 0;  // within epoch
+};
+
 struct WindowScheduleConfig {
   int64_t samples_per_epoch = 0;
   int64_t micro_batch = 0;
@@ -67,6 +75,16 @@ class WindowSchedule {
   // The next window, or false when the job is done.
   bool Next(Window* window);
 
+  // Adaptive accumulation: windows from the next one on take `accumulation`
+  // micro-batches per rank (not in nominal-batch mode), and steps_total()
+  // is counted again from here.
+  void set_accumulation(int64_t accumulation);
+  int64_t accumulation() const { return config_.accumulation_steps; }
+
+  SchedulePosition position() const { return {step_, epoch_, offset_}; }
+  // Continues from `position` (one of this schedule's, from position()).
+  void Seek(const SchedulePosition& position);
+
   // Steps the whole job takes: the ramp of a nominal batch walked window by
   // window, the constant rest counted in closed form, so that the count
   // costs the same for 10 steps and for 10^9 (the controller counts every
@@ -77,6 +95,10 @@ class WindowSchedule {
 
  private:
   bool Advance(Window* window);
+  // The windows from the current position to the end with the
+  // accumulation then in force (any ramp over), within max_steps: returns
+  // them all and sets *in_epoch_0 to those starting in epoch 0.
+  int64_t CountFromHere(int64_t* in_epoch_0 = nullptr) const;
 
   WindowScheduleConfig config_;
   int64_t steps_total_ = 0;

@@ -116,6 +116,13 @@ ControllerMetrics::ControllerMetrics(metrics::Registry* r)
       job_loss_scale(r->AddGauge("accumulus_job_loss_scale",
                                  "Loss scale of the latest window (1 without loss scaling).",
                                  kJob)),
+      job_noise_scale(r->AddGauge(
+          "accumulus_job_noise_scale",
+          "Smoothed gradient noise scale B_noise = tr(Sigma)/|G|^2, in the loss's items (samples "
+          "or tokens): the global batch the critical batch size is near.",
+          kJob)),
+      job_batch_changes(r->AddCounter("accumulus_job_batch_changes_total",
+                                      "Global batch changes made by adaptive accumulation.", kJob)),
       job_step_seconds(r->AddHistogram("accumulus_job_step_seconds",
                                        "Wall time of one optimizer step (window).", kStepBounds,
                                        kJob)),

@@ -60,6 +60,8 @@ struct ControllerMetrics {
   metrics::Family<metrics::Gauge>* job_learning_rate;
   metrics::Family<metrics::Gauge>* job_grad_norm;
   metrics::Family<metrics::Gauge>* job_loss_scale;
+  metrics::Family<metrics::Gauge>* job_noise_scale;
+  metrics::Family<metrics::Counter>* job_batch_changes;
   metrics::Family<metrics::Histogram>* job_step_seconds;
 
   // Per rank (labels job_id, rank, worker_id).

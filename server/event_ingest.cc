@@ -64,6 +64,8 @@ void EventIngest::RecordStep(JobRecord* record, v1::JobEvent event) {
   event.set_attempt(record->job.attempt());
   event.clear_sequence();
   record->job.set_steps_done(event.step().step());
+  // Adaptive accumulation recounts the steps when it changes the batch.
+  if (event.step().steps_total() > 0) record->job.set_steps_total(event.step().steps_total());
   *record->job.mutable_last_step() = event.step();
   metrics_->StepRecorded(record->job, event.step());
   recorder_->Append(record, std::move(event), /*closes=*/false);
@@ -103,6 +105,16 @@ void EventIngest::ApplyPlan(JobRecord* record, const v1::JobEvent& event) {
     job.mutable_batch()->set_accumulation_steps(event.split().accumulation_steps());
   }
   if (event.has_split()) metrics_->SplitChanged(job, event.split());
+  // Adaptive accumulation: the plan shows the global batch in force (the
+  // micro-batch stays; accumulation follows).
+  if (event.has_batch_change() && event.batch_change().global_batch() > 0) {
+    v1::BatchPlan& batch = *job.mutable_batch();
+    batch.set_global_batch(event.batch_change().global_batch());
+    if (batch.micro_batch() > 0 && batch.devices() > 0) {
+      batch.set_accumulation_steps(batch.global_batch() / (batch.micro_batch() * batch.devices()));
+    }
+    metrics_->BatchChanged(job);
+  }
   if (event.has_checkpoint()) metrics_->CheckpointWritten(job);
 }
 

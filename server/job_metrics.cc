@@ -117,6 +117,11 @@ void JobMetrics::StepRecorded(const v1::Job& job, const v1::StepMetrics& step) {
   metrics_->job_learning_rate->WithLabels(labels)->Set(step.lr());
   metrics_->job_grad_norm->WithLabels(labels)->Set(step.grad_norm());
   metrics_->job_loss_scale->WithLabels(labels)->Set(step.loss_scale());
+  // 0 while measured but not yet estimated (the averaged |G|² not positive).
+  if (step.has_noise()) {
+    metrics_->job_noise_scale->WithLabels(labels)->Set(step.noise().noise_scale());
+  }
+  metrics_->job_batch_changes->WithLabels(labels)->Increment(0);  // the series exists
   metrics_->job_step_seconds->WithLabels(labels)->Observe(step.step_seconds());
   metrics_->job_last_progress->WithLabels(labels)->Set(UnixSeconds());
   if (step.ranks_size() == 0) Rank(job, &series, OnlyRankOf(step));
@@ -159,6 +164,11 @@ void JobMetrics::SplitChanged(const v1::Job& job, const v1::SplitChange& split) 
 void JobMetrics::CheckpointWritten(const v1::Job& job) {
   series_.try_emplace(job.id());
   metrics_->job_checkpoints->WithLabels({job.id()})->Increment();
+}
+
+void JobMetrics::BatchChanged(const v1::Job& job) {
+  series_.try_emplace(job.id());
+  metrics_->job_batch_changes->WithLabels({job.id()})->Increment();
 }
 
 void JobMetrics::WorkerPool(int64_t workers, int64_t slots, int64_t free_slots) {
@@ -218,12 +228,13 @@ void JobMetrics::RemoveJobSeries(const std::string& job_id) {
        {metrics_->job_running, metrics_->job_attempt, metrics_->job_last_progress,
         metrics_->job_loss, metrics_->job_samples_per_second, metrics_->job_effective_batch,
         metrics_->job_micro_batch, metrics_->job_accumulation_steps, metrics_->job_devices,
-        metrics_->job_learning_rate, metrics_->job_grad_norm, metrics_->job_loss_scale}) {
+        metrics_->job_learning_rate, metrics_->job_grad_norm, metrics_->job_loss_scale,
+        metrics_->job_noise_scale}) {
     family->Remove(labels);
   }
-  for (auto* family :
-       {metrics_->job_steps, metrics_->job_samples, metrics_->job_tokens,
-        metrics_->job_skipped_steps, metrics_->job_clipped_steps, metrics_->job_checkpoints}) {
+  for (auto* family : {metrics_->job_steps, metrics_->job_samples, metrics_->job_tokens,
+                       metrics_->job_skipped_steps, metrics_->job_clipped_steps,
+                       metrics_->job_checkpoints, metrics_->job_batch_changes}) {
     family->Remove(labels);
   }
   metrics_->job_step_seconds->Remove(labels);

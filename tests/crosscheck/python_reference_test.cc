@@ -66,6 +66,30 @@ class PythonReferenceTest : public ::testing::Test {
     Write(dir_ + "/windows.pt", torch::pickle_save(c10::IValue(windows)));
   }
 
+  // Each window's noise measurement as the engine reported it, for Python.
+  void ExportNoise(const std::vector<StepReport>& steps) {
+    const std::vector<std::pair<std::string, double (*)(const StepReport&)>> fields = {
+        {"small_batch", [](const StepReport& s) { return s.noise.sample.small_batch; }},
+        {"big_batch", [](const StepReport& s) { return s.noise.sample.big_batch; }},
+        {"small_sq_norm", [](const StepReport& s) { return s.noise.sample.small_sq_norm; }},
+        {"big_sq_norm", [](const StepReport& s) { return s.noise.sample.big_sq_norm; }},
+        {"gradient_sq_norm", [](const StepReport& s) { return s.noise.window.gradient_sq_norm; }},
+        {"noise_trace", [](const StepReport& s) { return s.noise.window.noise_trace; }},
+        {"smoothed_gradient_sq_norm", [](const StepReport& s) { return s.noise.gradient_sq_norm; }},
+        {"smoothed_noise_trace", [](const StepReport& s) { return s.noise.noise_trace; }},
+    };
+    c10::Dict<std::string, at::Tensor> tensors;
+    for (const auto& [name, get] : fields) {
+      std::vector<double> values;
+      for (const StepReport& s : steps) {
+        EXPECT_TRUE(s.noise.measured) << "step " << s.step;
+        values.push_back(get(s));
+      }
+      tensors.insert(name, torch::tensor(values, torch::kFloat64));
+    }
+    Write(dir_ + "/noise.pt", torch::pickle_save(c10::IValue(tensors)));
+  }
+
   static void Write(const std::string& path, const std::vector<char>& bytes) {
     std::ofstream(path, std::ios::binary)
         .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
@@ -142,6 +166,51 @@ TEST_F(PythonReferenceTest, CharLmOnRaggedDocumentsWithTokenNormalization) {
                        "/data.pt --windows " + dir_ + "/windows.pt --trained " + dir_ +
                        "/trained.pt --lr 0.1 --momentum 0.9 --vocabulary 257 --max-length 20 "
                        "--d-model 32 --heads 4 --layers 1",
+                   &output),
+            0)
+      << output;
+  std::cout << "[ python  ] " << output;
+}
+
+// The noise measurement of every window, in tokens, against the same
+// estimator written in Python on the same micro-batches and weights.
+TEST_F(PythonReferenceTest, TheNoiseScaleOfEachWindowMatchesAnIndependentImplementation) {
+  TrainConfig c;
+  c.model.kind = "charlm";
+  c.model.d_model = 32;
+  c.model.heads = 4;
+  c.model.layers = 1;
+  c.data.task = "language_modeling";
+  c.data.samples = 96;
+  c.data.sequence_length = 20;
+  c.data.min_sequence_length = 2;
+  c.data.seed = 6;
+  c.optimizer.lr = 0.1;
+  c.optimizer.momentum = 0.9;
+  c.micro_batch = 4;
+  c.accumulation_steps = 4;  // windows of 16 documents, 6 steps
+  c.epochs = 1;
+  c.seed = 4;
+  c.noise_scale_decay = 0.8;
+  c.output_path = dir_ + "/trained.pt";
+  ExportDataAndWindows(c);
+  {
+    std::unique_ptr<Dataset> data = *MakeDataset(c.data);
+    torch::manual_seed(c.seed);
+    std::unique_ptr<Model> initial = *BuildModel(c.model, data->shape());
+    ASSERT_TRUE(initial->Save(dir_ + "/initial.pt").ok());
+  }
+  Quiet sink;
+  ASSERT_TRUE(Train(c, &sink).ok());
+  ASSERT_EQ(sink.steps.size(), 6u);
+  ExportNoise(sink.steps);
+
+  std::string output;
+  EXPECT_EQ(Python("noise --kind charlm --initial " + dir_ + "/initial.pt --data " + dir_ +
+                       "/data.pt --windows " + dir_ + "/windows.pt --trained " + dir_ +
+                       "/trained.pt --engine " + dir_ +
+                       "/noise.pt --lr 0.1 --momentum 0.9 --micro 4 --decay 0.8 --vocabulary 257 "
+                       "--max-length 20 --d-model 32 --heads 4 --layers 1",
                    &output),
             0)
       << output;

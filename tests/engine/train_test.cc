@@ -162,6 +162,7 @@ TEST(Train, StepsTheLearningRateOncePerOptimizerStep) {
 
 TEST(Train, LinearScalingMultipliesTheLrByGlobalOverBaseBatch) {
   TrainConfig c = SmallConfig(8, 4, "sgd");
+  c.lr_scaling = LrScaling::kLinear;
   c.base_batch = 8;
   RecordingSink sink;
   TrainAndCollect(c, &sink);

@@ -83,6 +83,7 @@ class JobMetricsTest : public ::testing::Test {
     step.set_allreduce_bytes(4096);
     step.set_tensor_peak_bytes(900);
     step.set_allocator_retries(allocator_retries);
+    step.mutable_noise()->set_noise_scale(1900);
     return step;
   }
 
@@ -130,6 +131,25 @@ TEST_F(JobMetricsTest, AStepExportsTheJobsAndEachRanksFigures) {
   EXPECT_EQ(Sample("accumulus_job_tensor_peak_bytes{" + rank + "}"), 900);
   EXPECT_EQ(Sample("accumulus_job_memory_budget_bytes{" + rank + "}"), 1000)
       << "no memory_limit_bytes: the slot's memory";
+}
+
+// The noise scale is a gauge per job; adaptive accumulation's changes are
+// counted, from 0 at the first step so rate() sees the first one.
+TEST_F(JobMetricsTest, TheNoiseScaleAndTheBatchChangesArePerJobSeries) {
+  v1::Job job = Job("j1");
+  Start(job);
+  metrics_.StepRecorded(job, Step());
+  EXPECT_EQ(Sample("accumulus_job_noise_scale{job_id=\"j1\"}"), 1900);
+  EXPECT_EQ(Sample("accumulus_job_batch_changes_total{job_id=\"j1\"}"), 0);
+  job.mutable_batch()->set_accumulation_steps(16);
+  metrics_.BatchChanged(job);
+  v1::StepMetrics later = Step();
+  later.set_step(2);
+  later.mutable_noise()->set_noise_scale(2500);
+  metrics_.StepRecorded(job, later);
+  EXPECT_EQ(Sample("accumulus_job_batch_changes_total{job_id=\"j1\"}"), 1);
+  EXPECT_EQ(Sample("accumulus_job_noise_scale{job_id=\"j1\"}"), 2500);
+  EXPECT_EQ(Sample("accumulus_job_accumulation_steps{job_id=\"j1\"}"), 16);
 }
 
 TEST_F(JobMetricsTest, TheSpecsMemoryLimitIsTheBudget) {

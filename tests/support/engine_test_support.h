@@ -21,6 +21,7 @@ class RecordingSink : public engine::EventSink {
   void OnRun(const engine::RunReport& r) override { run = r; }
   void OnStep(const engine::StepReport& r) override { steps.push_back(r); }
   void OnSplitChange(const engine::SplitChange& c) override { split_changes.push_back(c); }
+  void OnBatchChange(const engine::BatchChange& c) override { batch_changes.push_back(c); }
   void OnLog(engine::LogLevel, const std::string& text) override { logs.push_back(text); }
   void OnCheckpoint(const engine::CheckpointReport& c) override {
     checkpoints.push_back(c);
@@ -31,6 +32,7 @@ class RecordingSink : public engine::EventSink {
   std::vector<engine::CheckpointReport> checkpoints;
   std::vector<engine::StepReport> steps;
   std::vector<engine::SplitChange> split_changes;
+  std::vector<engine::BatchChange> batch_changes;
   std::vector<std::string> logs;
 };
 

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "common/spec_yaml.h"
 
 namespace accumulus {
@@ -320,6 +322,93 @@ TEST(ParseJobSpecYaml, ABadDeviceRangeNamesTheField) {
   StatusOr<v1::JobSpec> normalized = NormalizeJobSpec(spec);
   ASSERT_FALSE(normalized.ok());
   EXPECT_EQ(normalized.status().message(), "devices.min 3 must be between 1 and devices.max 2");
+}
+
+}  // namespace
+}  // namespace accumulus
+
+namespace accumulus {
+namespace {
+
+// The fields of a spec's violations, for the adaptive_batch checks.
+std::string ViolationsOf(const std::string& extra_yaml) {
+  v1::JobSpec spec = Parse(kValid);  // micro 8 × accumulation 4 × 1 device: global 32
+  spec.MergeFrom(Parse(extra_yaml));
+  StatusOr<v1::JobSpec> result = NormalizeJobSpec(spec);
+  return result.ok() ? "" : result.status().message();
+}
+
+TEST(NormalizeJobSpec, AdaptiveBatchTakesBoundsAroundTheStartingBatch) {
+  EXPECT_EQ(ViolationsOf("adaptive_batch: {min_global_batch: 16, max_global_batch: 1024}\n"), "");
+  const std::string half = ViolationsOf("adaptive_batch: {max_global_batch: 1024}\n");
+  EXPECT_NE(half.find("adaptive_batch needs min_global_batch and max_global_batch"),
+            std::string::npos)
+      << half;
+  const std::string inverted =
+      ViolationsOf("adaptive_batch: {min_global_batch: 512, max_global_batch: 64}\n");
+  EXPECT_NE(inverted.find("adaptive_batch.min_global_batch 512 is above max_global_batch 64"),
+            std::string::npos)
+      << inverted;
+  const std::string outside =
+      ViolationsOf("adaptive_batch: {min_global_batch: 64, max_global_batch: 1024}\n");
+  EXPECT_NE(outside.find("the starting global_batch 32 lies outside adaptive_batch [64, 1024]"),
+            std::string::npos)
+      << outside;
+  const std::string no_multiple =
+      ViolationsOf("adaptive_batch: {min_global_batch: 17, max_global_batch: 23}\n");
+  EXPECT_NE(no_multiple.find("holds no multiple of micro_batch × devices 8"), std::string::npos)
+      << no_multiple;
+  const std::string negative =
+      ViolationsOf("adaptive_batch: {min_global_batch: -4, max_global_batch: 64}\n");
+  EXPECT_NE(negative.find("adaptive_batch.min_global_batch"), std::string::npos) << negative;
+}
+
+TEST(NormalizeJobSpec, AdaptiveBatchOnOneDeviceNeedsTwoMicroBatchesAtLeast) {
+  const std::string one = ViolationsOf(
+      "accumulation_steps: 2\nadaptive_batch: {min_global_batch: 8, max_global_batch: 64}\n");
+  EXPECT_NE(one.find("at least 2 × micro_batch (16)"), std::string::npos) << one;
+}
+
+TEST(NormalizeJobSpec, AdaptiveBatchKeepsMicroBatchAndDevicesFixed) {
+  const std::string nominal = ViolationsOf(
+      "accumulation_steps: 0\nnominal_batch: 64\n"
+      "adaptive_batch: {min_global_batch: 16, max_global_batch: 128}\n");
+  EXPECT_NE(nominal.find("does not combine with nominal_batch"), std::string::npos) << nominal;
+}
+
+TEST(NormalizeJobSpec, SqrtScalingNeedsABaseBatch) {
+  v1::JobSpec spec = Parse(kValid);
+  spec.MergeFrom(Parse("lr_scaling: sqrt\n"));
+  EXPECT_EQ(spec.lr_scaling(), v1::LR_SCALING_SQRT);
+  StatusOr<v1::JobSpec> result = NormalizeJobSpec(spec);
+  ASSERT_FALSE(result.ok());
+  EXPECT_NE(result.status().message().find("lr_scaling \"sqrt\" needs base_batch"),
+            std::string::npos)
+      << result.status().message();
+  spec.set_base_batch(32);
+  EXPECT_TRUE(NormalizeJobSpec(spec).ok());
+}
+
+}  // namespace
+}  // namespace accumulus
+
+namespace accumulus {
+namespace {
+
+// The specs examples/jobs/ offers to run as they are (README) read and
+// validate as they are.
+TEST(ExampleJobSpecs, EveryExampleReadsAndValidates) {
+  const std::filesystem::path dir = std::filesystem::path(ACCUMULUS_SOURCE_DIR) / "examples/jobs";
+  int examples = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() != ".yaml") continue;
+    ++examples;
+    StatusOr<v1::JobSpec> spec = LoadJobSpecFile(entry.path().string());
+    ASSERT_TRUE(spec.ok()) << spec.status().message();
+    StatusOr<v1::JobSpec> normalized = NormalizeJobSpec(*spec);
+    EXPECT_TRUE(normalized.ok()) << entry.path() << ": " << normalized.status().message();
+  }
+  EXPECT_GE(examples, 7);
 }
 
 }  // namespace

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "client/noise_advice.h"
+
 namespace accumulus::client {
 namespace {
 
@@ -190,6 +192,78 @@ TEST(Render, SizesAreInBinaryUnits) {
   EXPECT_EQ(HumanBytes(1024), "1.0 KiB");
   EXPECT_EQ(HumanBytes(3 * 1024 * 1024 / 2), "1.5 MiB");
   EXPECT_EQ(HumanBytes(int64_t{5} << 30), "5.00 GiB");
+}
+
+}  // namespace
+}  // namespace accumulus::client
+
+namespace accumulus::client {
+namespace {
+
+v1::StepMetrics StepWithNoise(double noise_scale, bool tokens) {
+  v1::StepMetrics step;
+  step.set_step(40);
+  step.set_steps_total(100);
+  step.set_samples(512);
+  step.set_effective_batch(512);
+  step.set_tokens(tokens ? 512 * 60 : 0);
+  step.mutable_noise()->set_noise_scale(noise_scale);
+  step.mutable_noise()->set_tokens(tokens);
+  return step;
+}
+
+TEST(Render, AStepLineShowsTheNoiseScaleBesideTheGlobalBatch) {
+  v1::JobEvent event;
+  *event.mutable_step() = StepWithNoise(1900, false);
+  const std::string line = EventLine(event);
+  EXPECT_NE(line.find("512/512 samples  B_noise 1.9k  "), std::string::npos) << line;
+  *event.mutable_step() = StepWithNoise(115000, true);
+  EXPECT_NE(EventLine(event).find("B_noise 115k tokens"), std::string::npos) << EventLine(event);
+  event.mutable_step()->clear_noise();
+  EXPECT_EQ(EventLine(event).find("B_noise"), std::string::npos);
+}
+
+TEST(Render, ABatchChangeSaysFromWhenWhatAndWhy) {
+  v1::JobEvent event;
+  v1::BatchChange* change = event.mutable_batch_change();
+  change->set_step(21);
+  change->set_previous_global_batch(128);
+  change->set_global_batch(256);
+  change->set_accumulation_steps(8);
+  change->set_lr(0.2);
+  change->set_reason("the noise scale is 900");
+  EXPECT_EQ(
+      EventLine(event),
+      "batch from step 21: global 128 → 256 (accumulation 8), lr 0.2: the noise scale is 900");
+}
+
+v1::BatchPlan Plan(int64_t micro, int64_t accumulation, int32_t devices) {
+  v1::BatchPlan plan;
+  plan.set_micro_batch(micro);
+  plan.set_accumulation_steps(accumulation);
+  plan.set_devices(devices);
+  plan.set_global_batch(micro * accumulation * devices);
+  return plan;
+}
+
+TEST(NoiseScaleAdvice, SaysHowFarTheBatchIsFromTheNoiseScaleAndWhatWouldReachIt) {
+  EXPECT_EQ(NoiseScaleAdvice(Plan(64, 8, 1), StepWithNoise(1900, false)),
+            "global batch 512 is 0.27× the measured noise scale 1.9k samples: accumulation 30 at "
+            "micro 64 would reach it");
+  EXPECT_EQ(NoiseScaleAdvice(Plan(64, 8, 4), StepWithNoise(1100, false)),
+            "global batch 2048 is 1.9× the measured noise scale 1.1k samples: near it, where a "
+            "step's samples are used best");
+  EXPECT_EQ(NoiseScaleAdvice(Plan(64, 16, 4), StepWithNoise(1000, false)),
+            "global batch 4096 is 4.1× the measured noise scale 1k samples: steps this large gain "
+            "little over smaller ones; accumulation 4 at micro 64 × 4 devices would match it");
+  EXPECT_EQ(NoiseScaleAdvice(Plan(64, 8, 1), v1::StepMetrics()), "");
+}
+
+TEST(NoiseScaleAdvice, ComparesATokenModelsBatchInTokens) {
+  // 60 tokens per sample: 115k tokens are about 1917 samples.
+  EXPECT_EQ(NoiseScaleAdvice(Plan(64, 8, 1), StepWithNoise(115000, true)),
+            "global batch 512 (30.7k tokens) is 0.27× the measured noise scale 115k tokens: "
+            "accumulation 30 at micro 64 would reach it");
 }
 
 }  // namespace

@@ -156,3 +156,42 @@ TEST(NominalBatch, AccumulationAndWeightDecayFollowTheFormula) {
 
 }  // namespace
 }  // namespace accumulus
+
+namespace accumulus {
+namespace {
+
+TEST(WindowSchedule, ANewAccumulationTakesEffectAtTheNextWindowAndRecountsTheSteps) {
+  WindowSchedule schedule(Config(PartialWindow::kNormalize, 100, 2));  // global 32
+  Window w;
+  ASSERT_TRUE(schedule.Next(&w));
+  ASSERT_TRUE(schedule.Next(&w));  // samples 0..63 of epoch 0
+  schedule.set_accumulation(2);    // global 16 from here
+  EXPECT_EQ(schedule.accumulation(), 2);
+  // 36 samples left in epoch 0: 16, 16, 4; then 100 in epoch 1: 7 windows.
+  EXPECT_EQ(schedule.steps_total(), 2 + 3 + 7);
+  std::vector<int64_t> sizes;
+  while (schedule.Next(&w)) sizes.push_back(w.size());
+  EXPECT_EQ(sizes, (std::vector<int64_t>{16, 16, 4, 16, 16, 16, 16, 16, 16, 4}));
+}
+
+TEST(WindowSchedule, SeekingToAPositionGivesTheWindowsFromThere) {
+  WindowSchedule whole(Config(PartialWindow::kCarry, 100, 3));
+  Window w;
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(whole.Next(&w));
+  const SchedulePosition position = whole.position();
+  EXPECT_EQ(position.step, 5);
+  WindowSchedule resumed(Config(PartialWindow::kCarry, 100, 3));
+  resumed.Seek(position);
+  Window a, b;
+  while (whole.Next(&a)) {
+    ASSERT_TRUE(resumed.Next(&b));
+    EXPECT_EQ(a.step, b.step);
+    EXPECT_EQ(a.segments.size(), b.segments.size());
+    EXPECT_EQ(a.segments.front().begin, b.segments.front().begin);
+    EXPECT_EQ(a.segments.front().epoch, b.segments.front().epoch);
+  }
+  EXPECT_FALSE(resumed.Next(&b));
+}
+
+}  // namespace
+}  // namespace accumulus

@@ -99,6 +99,16 @@ StatusOr<std::string> CheckpointStore::Write(const TrainingState& state, const M
   archive.write("loss_scale", c10::IValue(state.loss_scaler.scale));
   archive.write("scaler_good_windows", c10::IValue(state.loss_scaler.good_windows));
   archive.write("scaler_skipped", c10::IValue(state.loss_scaler.skipped));
+  archive.write("noise_gradient_sq_norm", c10::IValue(state.noise.gradient_sq_norm_average));
+  archive.write("noise_trace", c10::IValue(state.noise.noise_trace_average));
+  archive.write("noise_windows", c10::IValue(state.noise.windows));
+  archive.write("has_adaptive", c10::IValue(state.has_adaptive));
+  archive.write("adaptive_accumulation", c10::IValue(state.adaptive.accumulation));
+  archive.write("adaptive_last_change_step", c10::IValue(state.adaptive.last_change_step));
+  archive.write("adaptive_unit", c10::IValue(state.adaptive_unit));
+  archive.write("position_step", c10::IValue(state.position.step));
+  archive.write("position_epoch", c10::IValue(state.position.epoch));
+  archive.write("position_offset", c10::IValue(state.position.offset));
   archive.write("rng", CpuRngState());
   {
     torch::NoGradGuard no_grad;
@@ -208,6 +218,24 @@ StatusOr<TrainingState> CheckpointStore::LoadLatest(const RunIdentity& identity,
       state.loss_scaler.scale = value.toDouble();
       state.loss_scaler.good_windows = ReadInt(archive, "scaler_good_windows");
       state.loss_scaler.skipped = ReadInt(archive, "scaler_skipped");
+      // Absent from checkpoints written before the noise scale was measured
+      // (it then starts afresh) and adaptive accumulation existed.
+      if (archive.try_read("noise_windows", value)) {
+        state.noise.windows = value.toInt();
+        archive.read("noise_gradient_sq_norm", value);
+        state.noise.gradient_sq_norm_average = value.toDouble();
+        archive.read("noise_trace", value);
+        state.noise.noise_trace_average = value.toDouble();
+      }
+      if (archive.try_read("has_adaptive", value) && value.toBool()) {
+        state.has_adaptive = true;
+        state.adaptive.accumulation = ReadInt(archive, "adaptive_accumulation");
+        state.adaptive.last_change_step = ReadInt(archive, "adaptive_last_change_step");
+        state.adaptive_unit = ReadInt(archive, "adaptive_unit");
+        state.position.step = ReadInt(archive, "position_step");
+        state.position.epoch = ReadInt(archive, "position_epoch");
+        state.position.offset = ReadInt(archive, "position_offset");
+      }
       archive.read("rng", rng);
       for (size_t i = 0; i < model.Parameters().size(); ++i) {
         parameters.emplace_back();

@@ -22,7 +22,10 @@
 #include <string>
 #include <vector>
 
+#include "common/adaptive_batch.h"
+#include "common/noise_scale.h"
 #include "common/status.h"
+#include "common/window_schedule.h"
 #include "worker/engine/checkpoint_lineage.h"
 #include "worker/engine/loss_scaler.h"
 #include "worker/engine/model_factory.h"
@@ -52,6 +55,15 @@ struct TrainingState {
   ThreadSplit threads;
   bool has_loss_scaler = false;
   LossScaler::State loss_scaler;
+  // The gradient noise scale's averages.
+  NoiseScaleEstimator::State noise;
+  // Adaptive accumulation (has_adaptive): the rule's state, and where the
+  // stream stands (its windows depend on the decisions, so they cannot be
+  // replayed from the config).
+  bool has_adaptive = false;
+  AdaptiveBatchRule::State adaptive;
+  int64_t adaptive_unit = 0;  // the rule's batch_per_accumulation
+  SchedulePosition position;
   // The attempt that wrote the checkpoint this state was loaded from.
   int64_t written_by_attempt = 0;
 };

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "common/noise_scale.h"
 #include "worker/engine/thread_split.h"
 
 namespace accumulus::engine {
@@ -40,6 +41,17 @@ struct RunReport {
   // {0, 0} when the thread counts were given.
   ThreadSplit threads;
   std::vector<ThreadTrial> thread_trials;
+};
+
+struct NoiseReport {
+  bool measured = false;  // this window
+  NoiseSample sample;     // this window's norms
+  NoiseEstimate window;   // this window's unbiased estimates
+  // Smoothed over the windows so far (windows: how many; 0: none yet).
+  int64_t windows = 0;
+  double noise_scale = 0;
+  double gradient_sq_norm = 0;
+  double noise_trace = 0;
 };
 
 // One optimizer step (one accumulation window).
@@ -79,6 +91,11 @@ struct StepReport {
   double optimizer_seconds = 0;
   // Token data sets: target tokens of the window on all ranks (0 otherwise).
   int64_t tokens = 0;
+  // The gradient noise scale (common/noise_scale.h), in the loss's items
+  // (tokens when `tokens` > 0): measured = false where it cannot be (one
+  // micro-batch per window on one rank) or in a skipped window; the
+  // smoothed values then carry the last measurement's.
+  NoiseReport noise;
 };
 
 // Rank 0 wrote a checkpoint after `step`.
@@ -99,6 +116,17 @@ struct SplitChange {
   std::string reason;
 };
 
+// Adaptive accumulation changed the global batch after a window.
+struct BatchChange {
+  int64_t step = 0;  // the first step with the new batch
+  int64_t accumulation_steps = 0;
+  int64_t global_batch = 0;
+  int64_t previous_global_batch = 0;
+  double noise_scale = 0;
+  double lr = 0;  // the learning rate the schedule now scales from
+  std::string reason;
+};
+
 enum class LogLevel { kInfo, kWarning, kError };
 
 class EventSink {
@@ -111,6 +139,12 @@ class EventSink {
   virtual void OnCheckpoint(const CheckpointReport& report) {
     OnLog(LogLevel::kInfo,
           "checkpoint after step " + std::to_string(report.step) + ": " + report.path);
+  }
+  // A sink that keeps no record of batch changes logs them.
+  virtual void OnBatchChange(const BatchChange& change) {
+    OnLog(LogLevel::kInfo, "global batch " + std::to_string(change.previous_global_batch) + " -> " +
+                               std::to_string(change.global_batch) + " from step " +
+                               std::to_string(change.step) + ": " + change.reason);
   }
   virtual void OnLog(LogLevel level, const std::string& text) = 0;
 };

@@ -26,4 +26,17 @@ double LinearlyScaledLr(double lr, int64_t global_batch, int64_t base_batch) {
   return lr * static_cast<double>(global_batch) / static_cast<double>(base_batch);
 }
 
+double ScaledLr(LrScaling rule, double lr, int64_t global_batch, int64_t base_batch) {
+  if (base_batch <= 0) return lr;
+  switch (rule) {
+    case LrScaling::kNone:
+      return lr;
+    case LrScaling::kLinear:
+      return LinearlyScaledLr(lr, global_batch, base_batch);
+    case LrScaling::kSqrt:
+      return lr * std::sqrt(static_cast<double>(global_batch) / static_cast<double>(base_batch));
+  }
+  return lr;
+}
+
 }  // namespace accumulus::engine

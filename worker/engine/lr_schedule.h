@@ -21,7 +21,21 @@ struct LrScheduleConfig {
 double LearningRate(const LrScheduleConfig& config, double base_lr, int64_t step,
                     int64_t total_steps);
 
+// How the learning rate follows the global batch.
+enum class LrScaling {
+  kNone,
+  // Goyal et al. 2017: lr × global_batch / base_batch.
+  kLinear,
+  // Krizhevsky 2014 (the rule for Adam-type optimizers): lr ×
+  // sqrt(global_batch / base_batch).
+  kSqrt,
+};
+
 // The linear scaling rule (Goyal et al. 2017): lr × global_batch / base_batch.
 double LinearlyScaledLr(double lr, int64_t global_batch, int64_t base_batch);
+
+// lr scaled from base_batch to global_batch by `rule` (kNone, or base_batch
+// 0: lr unchanged).
+double ScaledLr(LrScaling rule, double lr, int64_t global_batch, int64_t base_batch);
 
 }  // namespace accumulus::engine

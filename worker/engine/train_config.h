@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "common/adaptive_batch.h"
+#include "common/noise_scale.h"
 #include "common/window_schedule.h"
 #include "worker/engine/autocast_scope.h"
 #include "worker/engine/loss_scaler.h"
@@ -106,8 +108,17 @@ struct TrainConfig {
   int64_t nominal_batch = 0;
   PartialWindow partial_window = PartialWindow::kNormalize;
   LrScheduleConfig lr_schedule;
-  // > 0: the linear scaling rule, lr × global batch / base_batch.
+  // The learning rate follows the global batch by lr_scaling relative to
+  // base_batch (> 0; 0: lr as given).
+  LrScaling lr_scaling = LrScaling::kNone;
   int64_t base_batch = 0;
+  // The gradient noise scale (common/noise_scale.h): the weight of the past
+  // in its moving averages.
+  double noise_scale_decay = NoiseScaleEstimator::kDefaultDecay;
+  // Adaptive accumulation (max_global_batch > 0): accumulation_steps
+  // follows the noise scale within the bounds (common/adaptive_batch.h;
+  // batch_per_accumulation is filled in by the trainer).
+  AdaptiveBatchConfig adaptive;
   int world_size = 1;
   int rank = 0;
   // The job's attempt this rank belongs to: its fencing token. Checkpoints

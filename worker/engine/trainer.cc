@@ -10,7 +10,9 @@
 #include <memory>
 #include <optional>
 
+#include "common/adaptive_batch.h"
 #include "common/batch_arithmetic.h"
+#include "common/noise_scale.h"
 #include "common/window_schedule.h"
 #include "worker/engine/checkpoint.h"
 #include "worker/engine/dataset.h"
@@ -79,6 +81,22 @@ class TrainingRun {
   Status TrainWindows();
   // One window: forward + backward of its micro-batches, the optimizer step.
   Status TrainWindow(const Window& w);
+  // The noise scale takes the window's measurement in.
+  NoiseReport MeasureNoise(const WindowResult& result);
+  // Adaptive accumulation: the accumulation of the windows after step `step`.
+  void AdaptBatch(int64_t step);
+  // Adaptive accumulation: the global batch the rule has in force, and the
+  // schedule's windows from the next one on made that large.
+  int64_t adaptive_global_batch() const {
+    return adaptive_->accumulation() * adaptive_->batch_per_accumulation();
+  }
+  void UseGlobalBatch(int64_t global) {
+    schedule_->set_accumulation(global / (schedule_config_.micro_batch * config_.world_size));
+  }
+  // The learning rate the schedule starts from at global batch `global`.
+  double BaseLrAt(int64_t global) const {
+    return ScaledLr(config_.lr_scaling, config_.optimizer.lr, global, config_.base_batch);
+  }
   // The window's micro-batches on the current split, run again smaller
   // while they run out of memory.
   StatusOr<WindowResult> AccumulateWindow(const Window& w);
@@ -110,6 +128,7 @@ class TrainingRun {
   std::unique_ptr<WindowAccumulator> window_;
   std::unique_ptr<PhaseClock> phases_;
   std::unique_ptr<LossScaler> scaler_;
+  NoiseScaleEstimator noise_{config_.noise_scale_decay};
   // Resume.
   RunIdentity identity_;
   std::unique_ptr<CheckpointStore> checkpoints_;
@@ -126,6 +145,8 @@ class TrainingRun {
   int64_t total_ = 0;
   int64_t full_global_ = 0;  // the global batch once any accumulation ramp is over
   double base_lr_ = 0;
+  // Adaptive accumulation (null: fixed).
+  std::optional<AdaptiveBatchRule> adaptive_;
   // Announce.
   RunReport run_;
   // TrainWindows.
@@ -134,6 +155,9 @@ class TrainingRun {
   // advances with these, not with windows skipped on a loss-scale overflow.
   int64_t applied_ = 0;
   int64_t checkpointed_ = 0;
+  // Where the stream stood after the last window trained: what a
+  // checkpoint records.
+  SchedulePosition trained_position_;
 };
 
 Status TrainingRun::Prepare() {
@@ -172,6 +196,7 @@ Status TrainingRun::Prepare() {
   window_->set_precision(config_.precision, device_.type());
   phases_ = MakePhaseClock(device_);
   window_->set_phase_clock(phases_.get());
+  window_->set_measure_noise(true);
   if (config_.loss_scaling || config_.precision == Precision::kFp16) {
     scaler_ = std::make_unique<LossScaler>(config_.loss_scaler);
     window_->set_loss_scaler(scaler_.get());
@@ -190,6 +215,7 @@ Status TrainingRun::Resume() {
   if (!resumed.ok()) return resumed.status();
   resumed_ = *resumed;
   if (scaler_ && resumed_.has_loss_scaler) scaler_->Restore(resumed_.loss_scaler);
+  noise_.Restore(resumed_.noise);
   same_split_ = resumed_.step > 0 && resumed_.world_size == config_.world_size;
   applied_ = resumed_.applied_steps;
   checkpointed_ = resumed_.step;
@@ -205,14 +231,36 @@ Status TrainingRun::ResolveSplit() {
   }
   schedule_config_ = ScheduleOf(config_, data_->size(), micro_, accumulation_);
   schedule_.emplace(schedule_config_);
+  if (config_.adaptive.max_global_batch > 0) {
+    // The rule counts in units of micro_batch × devices as they were when
+    // it started; out-of-memory recovery later only cuts each window finer.
+    AdaptiveBatchConfig adaptive = config_.adaptive;
+    const bool restored = resumed_.has_adaptive && same_split_;
+    adaptive.batch_per_accumulation =
+        restored ? resumed_.adaptive_unit : schedule_config_.micro_batch * config_.world_size;
+    adaptive_.emplace(adaptive, accumulation_ * schedule_config_.micro_batch * config_.world_size /
+                                    adaptive.batch_per_accumulation);
+    if (restored) {
+      adaptive_->Restore(resumed_.adaptive);
+    } else if (resumed_.has_adaptive) {
+      // Another device count: the batch in force carries over as nearly as
+      // the new unit divides it.
+      AdaptiveBatchRule::State state = resumed_.adaptive;
+      state.accumulation = std::clamp<int64_t>(
+          resumed_.adaptive.accumulation * resumed_.adaptive_unit / adaptive.batch_per_accumulation,
+          adaptive_->min_accumulation(), adaptive_->max_accumulation());
+      adaptive_->Restore(state);
+    }
+    UseGlobalBatch(adaptive_global_batch());
+    accumulation_ = schedule_->accumulation();
+  }
   total_ = schedule_->steps_total();
   // The learning rate the schedule starts from: scaled to the (full)
   // global batch under the linear rule.
   full_global_ = micro_ * config_.world_size *
                  WindowSchedule::AccumulationAt(schedule_config_, config_.lr_schedule.warmup_steps);
-  base_lr_ = config_.base_batch > 0
-                 ? LinearlyScaledLr(config_.optimizer.lr, full_global_, config_.base_batch)
-                 : config_.optimizer.lr;
+  if (adaptive_) full_global_ = adaptive_global_batch();
+  base_lr_ = BaseLrAt(full_global_);
   return Status::Ok();
 }
 
@@ -276,9 +324,21 @@ void TrainingRun::Announce() {
 Status TrainingRun::TrainWindows() {
   stream_.emplace(data_->size(), config_.seed);
   Window w;
-  // The windows before the checkpoint: the schedule depends only on the
-  // global batch and the seed, so they are the ones that were trained.
-  for (int64_t s = 0; s < resumed_.step && schedule_->Next(&w); ++s) {
+  if (resumed_.has_adaptive) {
+    // The windows depended on the decisions: continue where they left the
+    // stream.
+    schedule_->Seek(resumed_.position);
+  } else {
+    // The windows before the checkpoint: the schedule depends only on the
+    // global batch and the seed, so they are the ones that were trained.
+    for (int64_t s = 0; s < resumed_.step && schedule_->Next(&w); ++s) {
+    }
+  }
+  trained_position_ = schedule_->position();
+  if (config_.world_size == 1 && accumulation_ == 1 && !adaptive_) {
+    sink_->OnLog(LogLevel::kInfo,
+                 "the gradient noise scale is not measured: it needs two batch sizes, and one "
+                 "micro-batch per window on one device gives one");
   }
   while (schedule_->Next(&w)) {
     if (options_.stop_requested && options_.stop_requested->load()) {
@@ -287,6 +347,8 @@ Status TrainingRun::TrainWindows() {
                                std::to_string(w.step - 1));
     }
     if (Status s = TrainWindow(w); !s.ok()) return s;
+    trained_position_ = schedule_->position();
+    if (adaptive_) AdaptBatch(w.step);
     if (config_.checkpoint_every_steps > 0 && w.step % config_.checkpoint_every_steps == 0 &&
         w.step < total_) {
       if (Status s = Checkpoint(w.step); !s.ok()) return s;
@@ -319,10 +381,40 @@ Status TrainingRun::TrainWindow(const Window& w) {
   }
   const PhaseTimes phases = phases_->TakeWindow();
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  sink_->OnStep(ReportOf(w, *result, lr, seconds, phases, *memory_, total_,
-                         scaler_ ? scaler_->skipped_windows() : 0,
-                         data_->shape().sequence_length > 0));
+  StepReport report =
+      ReportOf(w, *result, lr, seconds, phases, *memory_, total_,
+               scaler_ ? scaler_->skipped_windows() : 0, data_->shape().sequence_length > 0);
+  report.noise = MeasureNoise(*result);
+  sink_->OnStep(report);
   return Status::Ok();
+}
+
+NoiseReport TrainingRun::MeasureNoise(const WindowResult& result) {
+  NoiseReport report;
+  report.measured = result.noise_measured && !result.skipped && noise_.Add(result.noise);
+  if (report.measured) {
+    report.sample = result.noise;
+    report.window = EstimateNoise(result.noise);
+  }
+  report.windows = noise_.windows();
+  report.noise_scale = noise_.noise_scale();
+  report.gradient_sq_norm = noise_.gradient_sq_norm();
+  report.noise_trace = noise_.noise_trace();
+  return report;
+}
+
+void TrainingRun::AdaptBatch(int64_t step) {
+  const int64_t before = adaptive_global_batch();
+  const AdaptiveBatchRule::Decision decision = adaptive_->After(step, noise_.noise_scale());
+  if (!decision.changed) return;
+  const int64_t global = adaptive_global_batch();
+  UseGlobalBatch(global);
+  total_ = schedule_->steps_total();
+  base_lr_ = BaseLrAt(global);
+  // Every rank decides the same; rank 0 tells.
+  if (config_.rank != 0) return;
+  sink_->OnBatchChange({step + 1, schedule_->accumulation(), global, before, noise_.noise_scale(),
+                        base_lr_, decision.reason});
 }
 
 StatusOr<WindowResult> TrainingRun::AccumulateWindow(const Window& w) {
@@ -370,6 +462,13 @@ Status TrainingRun::Checkpoint(int64_t step) {
   state.threads = run_.threads;
   state.has_loss_scaler = scaler_ != nullptr;
   if (scaler_) state.loss_scaler = scaler_->state();
+  state.noise = noise_.state();
+  state.has_adaptive = adaptive_.has_value();
+  if (adaptive_) {
+    state.adaptive = adaptive_->state();
+    state.adaptive_unit = adaptive_->batch_per_accumulation();
+  }
+  state.position = trained_position_;
   const auto start = Clock::now();
   StatusOr<std::string> path = checkpoints_->Write(state, *model_, *optimizer_);
   if (!path.ok()) {

@@ -13,6 +13,7 @@
 #include <functional>
 #include <vector>
 
+#include "common/noise_scale.h"
 #include "worker/engine/autocast_scope.h"
 #include "worker/engine/dataset.h"
 #include "worker/engine/gradient_sync.h"
@@ -39,6 +40,12 @@ struct WindowResult {
   // Some rank ran out of memory in this window: nothing was learned from it
   // (gradients dropped) and it must run again with a smaller micro-batch.
   bool out_of_memory = false;
+  // The gradient noise measurement (set_measure_noise): the squared norms
+  // of the mean gradient of a small batch and of the window, unscaled and
+  // before clipping. noise_measured is false where the window has no small
+  // batch (one micro-batch on one rank) or was skipped.
+  bool noise_measured = false;
+  NoiseSample noise;
 };
 
 class WindowAccumulator {
@@ -65,6 +72,12 @@ class WindowAccumulator {
   // Times each micro-batch's forward and backward (not owned; null: not
   // timed).
   void set_phase_clock(PhaseClock* clock) { clock_ = clock; }
+  // Measures the gradient noise of every window (WindowResult::noise). On
+  // one rank the small batch is the first micro-batch (its gradient's
+  // squared norm is taken on the device right after its backward); on
+  // several, each rank's window before the all-reduce. The norms travel
+  // with the window's counts, so it adds no host sync.
+  void set_measure_noise(bool measure) { measure_noise_ = measure; }
 
   // Forward and backward of one micro-batch. No communication, no division.
   void AddMicroBatch(const Batch& batch);
@@ -83,6 +96,15 @@ class WindowAccumulator {
 
  private:
   void ResetWindow();
+  bool several_ranks() const;
+  // A small batch's mean-gradient squared norm, for the noise scale.
+  struct SmallBatchNorm {
+    bool measured = false;
+    double sq_norm = 0;
+    double items = 0;
+  };
+  SmallBatchNorm SmallBatchOf(double sq_norm, double items, int64_t microbatches,
+                              double scale) const;
 
   std::vector<torch::Tensor> parameters_;
   Forward forward_;
@@ -95,15 +117,25 @@ class WindowAccumulator {
   c10::DeviceType device_type_ = c10::DeviceType::CPU;
   LossScaler* scaler_ = nullptr;
   PhaseClock* clock_ = nullptr;
+  bool measure_noise_ = false;
 
   // The current window.
   int64_t microbatches_ = 0;
   int64_t samples_ = 0;
   torch::Tensor items_;     // float64; with loss_sum_, read once per window
   torch::Tensor loss_sum_;  // detached; read once per window (one device sync)
+  // One rank: the first micro-batch's squared gradient norm and items
+  // (float64, on the device).
+  torch::Tensor first_sq_norm_;
+  torch::Tensor first_items_;
 };
 
 // The total L2 norm of the parameters' gradients (undefined ones skipped).
 double GradientNorm(const std::vector<torch::Tensor>& parameters);
+
+// The squared total L2 norm of the gradients as a float64 scalar on their
+// device (undefined ones skipped; an undefined tensor when there are none):
+// no host sync.
+torch::Tensor SquaredGradientNorm(const std::vector<torch::Tensor>& parameters);
 
 }  // namespace accumulus::engine

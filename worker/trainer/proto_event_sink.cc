@@ -104,7 +104,35 @@ void ProtoEventSink::OnStep(const engine::StepReport& r) {
   s->set_backward_seconds(r.backward_seconds);
   s->set_optimizer_seconds(r.optimizer_seconds);
   s->set_tokens(r.tokens);
+  if (r.noise.windows > 0) {
+    v1::NoiseScale* noise = s->mutable_noise();
+    noise->set_noise_scale(r.noise.noise_scale);
+    noise->set_gradient_sq_norm(r.noise.gradient_sq_norm);
+    noise->set_noise_trace(r.noise.noise_trace);
+    if (r.noise.measured) {
+      noise->set_small_batch(r.noise.sample.small_batch);
+      noise->set_small_sq_norm(r.noise.sample.small_sq_norm);
+      noise->set_big_batch(r.noise.sample.big_batch);
+      noise->set_big_sq_norm(r.noise.sample.big_sq_norm);
+      noise->set_window_gradient_sq_norm(r.noise.window.gradient_sq_norm);
+      noise->set_window_noise_trace(r.noise.window.noise_trace);
+    }
+    noise->set_tokens(r.tokens > 0);
+  }
   Emit(std::move(event), /*hold=*/true);
+}
+
+void ProtoEventSink::OnBatchChange(const engine::BatchChange& change) {
+  v1::JobEvent event = TimedEvent();
+  v1::BatchChange* batch = event.mutable_batch_change();
+  batch->set_step(change.step);
+  batch->set_accumulation_steps(change.accumulation_steps);
+  batch->set_global_batch(change.global_batch);
+  batch->set_previous_global_batch(change.previous_global_batch);
+  batch->set_noise_scale(change.noise_scale);
+  batch->set_lr(change.lr);
+  batch->set_reason(change.reason);
+  Emit(std::move(event), /*hold=*/false);
 }
 
 void ProtoEventSink::OnCheckpoint(const engine::CheckpointReport& report) {

@@ -65,7 +65,17 @@ StatusOr<engine::TrainConfig> ToTrainConfig(const v1::TrainerTask& task) {
   c.lr_schedule.kind = NameOf(spec.lr_schedule().kind());
   c.lr_schedule.warmup_steps = spec.lr_schedule().warmup_steps();
   c.lr_schedule.min_lr_ratio = spec.lr_schedule().min_lr_ratio();
-  if (spec.lr_scaling() == v1::LR_SCALING_LINEAR) c.base_batch = spec.base_batch();
+  c.lr_scaling = spec.lr_scaling() == v1::LR_SCALING_LINEAR ? engine::LrScaling::kLinear
+                 : spec.lr_scaling() == v1::LR_SCALING_SQRT ? engine::LrScaling::kSqrt
+                                                            : engine::LrScaling::kNone;
+  if (c.lr_scaling != engine::LrScaling::kNone) c.base_batch = spec.base_batch();
+  if (spec.adaptive_batch().max_global_batch() > 0) {
+    c.adaptive.min_global_batch = spec.adaptive_batch().min_global_batch();
+    c.adaptive.max_global_batch = spec.adaptive_batch().max_global_batch();
+    if (spec.adaptive_batch().interval_steps() > 0) {
+      c.adaptive.interval_steps = spec.adaptive_batch().interval_steps();
+    }
+  }
   c.world_size = batch->devices();
   c.rank = task.rank();
   c.attempt = task.attempt();
