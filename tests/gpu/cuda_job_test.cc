@@ -2,6 +2,7 @@
 // GPUs, and the trainer on cuda:0, driven through the CLI. Skips where
 // LibTorch sees no CUDA device.
 #include <google/protobuf/util/json_util.h>
+#include <chrono>
 #include <gtest/gtest.h>
 
 #include "accumulus/v1/controller.pb.h"
@@ -28,7 +29,11 @@ TEST(CudaJob, RunsOnTheGpuAndReportsItsCudaMemory) {
   const std::vector<engine::CudaDevice> gpus = engine::ProbeCudaDevices();
   if (gpus.empty()) GTEST_SKIP() << "no CUDA device visible";
   TestCluster cluster;
-  cluster.StartWorker(/*cpu_slots=*/0);
+  const std::string worker = cluster.StartWorker(/*cpu_slots=*/0);
+  // The worker probes its GPUs (a CUDA context: about a second) before it
+  // registers.
+  ASSERT_TRUE(
+      cluster.WaitForWorkers({worker}, std::chrono::steady_clock::now() + std::chrono::seconds(60)));
 
   CliResult workers = cluster.Cli({"-o", "json", "workers"});
   ASSERT_EQ(workers.exit_code, 0) << workers.stderr_text;

@@ -35,6 +35,7 @@ class CudaMemoryMeter final : public MemoryMeter {
   void set_limit_bytes(int64_t) override {}
   int64_t reserved_bytes() const override { return Stats().reserved_bytes[kAggregate].current; }
   int64_t allocation_retries() const override { return Stats().num_alloc_retries; }
+  void ReleaseCachedBlocks() override { c10::cuda::CUDACachingAllocator::emptyCache(); }
 
  private:
   static constexpr size_t kAggregate = static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE);

@@ -28,6 +28,12 @@ class MemoryMeter {
   // limit). CPU: enforced by the counting allocator. CUDA: the device's own
   // memory is the limit; a smaller budget is not enforced.
   virtual void set_limit_bytes(int64_t bytes) = 0;
+  // After an out-of-memory: CUDA returns the blocks its caching allocator
+  // holds unused to the device, so the retry at a smaller micro-batch is not
+  // fragmented by blocks cut for the larger one (the allocator itself only
+  // frees whole unused segments when an allocation fails). CPU: nothing is
+  // cached.
+  virtual void ReleaseCachedBlocks() {}
 };
 
 // The resident set size of this process (all its memory in RAM: tensors,

@@ -436,6 +436,7 @@ StatusOr<WindowResult> TrainingRun::AccumulateWindow(const Window& w) {
     WindowResult result = window_->FinishWindow(out_of_memory);
     if (!result.out_of_memory) return result;
     model_->ZeroGrad();
+    memory_->ReleaseCachedBlocks();
     phases_->TakeWindow();  // the attempt that ran out counts nothing
     if (micro_ == 1) {
       return Status::ResourceExhausted("out of memory at micro_batch 1 in step " +
