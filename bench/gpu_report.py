@@ -2,17 +2,21 @@
 """The GPU bench as Markdown: engine against the Python textbook loop on the
 same GPU, per model, precision and split, with each loop's window peak.
 
-  gpu_report.py ENGINE.jsonl PYTHON.jsonl > gpu-bench.md
+  gpu_report.py ENGINE.jsonl PYTHON.jsonl [NOISE.jsonl] > gpu-bench.md
 
 Targets (issue 13): at micro-batch <= 16 the engine at >= 1.3x the Python
 loop (small micro-batches are launch-bound, which a C++ loop removes); at
-256x1 >= 1.0x.
+256x1 >= 1.0x. The engine's rows measure the gradient noise scale, as a
+trainer does; "noise cost" (NOISE.jsonl: accumulus_gpu_bench --noise-cost) is
+how much faster the same split runs without that measurement, medians of
+runs with and without it in turn (issue 16: <= 1%).
 """
 import json
 import sys
 
 
 def load(path):
+    """{(model, precision, micro): row}"""
     rows = {}
     with open(path) as f:
         for line in f:
@@ -23,6 +27,10 @@ def load(path):
     return rows
 
 
+def noise_cost(row):
+    return "–" if row is None else f"{row['cost'] * 100:.1f}%"
+
+
 def target(micro):
     if micro <= 16:
         return 1.3
@@ -31,22 +39,27 @@ def target(micro):
 
 def main():
     engine, python = load(sys.argv[1]), load(sys.argv[2])
+    noise = load(sys.argv[3]) if len(sys.argv) > 3 else {}
     gpu = next(iter(engine.values()), {}).get("gpu", "unknown GPU")
     print(f"# GPU bench: {gpu}, torch {next(iter(engine.values()), {}).get('torch', '?')}\n")
     print("| model | precision | split | engine samples/s | Python samples/s | engine ÷ Python "
-          "| target | engine peak MiB | Python peak MiB |")
-    print("| --- | --- | --- | ---: | ---: | ---: | --- | ---: | ---: |")
+          "| target | engine peak MiB | Python peak MiB | noise cost |")
+    print("| --- | --- | --- | ---: | ---: | ---: | --- | ---: | ---: | ---: |")
     for key in sorted(engine, key=lambda k: (k[0], k[1], -k[2])):
         e, p = engine[key], python.get(key)
-        ratio = e["samples_per_second"] / p["samples_per_second"] if p else None
+        split = f"{key[2]}×{256 // key[2]}"
+        cost = noise_cost(noise.get(key))
+        if p is None:
+            print(f"| {key[0]} | {key[1]} | {split} | {e['samples_per_second']:.0f} | – | – | "
+                  f"| {e['window_peak_bytes'] / 2**20:.1f} | – | {cost} |")
+            continue
+        ratio = e["samples_per_second"] / p["samples_per_second"]
         t = target(key[2])
-        verdict = "" if t is None or ratio is None else (f"≥ {t} {'met' if ratio >= t else 'MISSED'}")
-        print(f"| {key[0]} | {key[1]} | {key[2]}×{256 // key[2]} | {e['samples_per_second']:.0f} "
+        verdict = "" if t is None else f"≥ {t} {'met' if ratio >= t else 'MISSED'}"
+        print(f"| {key[0]} | {key[1]} | {split} | {e['samples_per_second']:.0f} "
               f"| {p['samples_per_second']:.0f} | {ratio:.2f} | {verdict} "
-              f"| {e['window_peak_bytes'] / 2**20:.1f} | {p['window_peak_bytes'] / 2**20:.1f} |"
-              if p else f"| {key[0]} | {key[1]} | {key[2]}×{256 // key[2]} | "
-              f"{e['samples_per_second']:.0f} | – | – | | {e['window_peak_bytes'] / 2**20:.1f} | – |")
-
+              f"| {e['window_peak_bytes'] / 2**20:.1f} | {p['window_peak_bytes'] / 2**20:.1f} "
+              f"| {cost} |")
 
 if __name__ == "__main__":
     main()

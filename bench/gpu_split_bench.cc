@@ -4,17 +4,25 @@
 // lives on the GPU, as in the Python peer (bench/peers/textbook_loop.py
 // --device cuda), so both time the same work: forward, backward, the
 // window's normalization and the optimizer step, to the end of the GPU's
-// work. Standalone (no Google Benchmark) so that it also builds on a GPU
-// machine that has nothing but LibTorch.
+// work. The engine's windows measure the gradient noise scale, as a
+// trainer's do. Standalone (no Google Benchmark) so that it also builds on a
+// GPU machine that has nothing but LibTorch.
 //
 //   accumulus_gpu_bench [WINDOWS]   one JSON line per configuration on stdout
+//   accumulus_gpu_bench --noise-cost [WINDOWS]
+//       what measuring the noise scale costs: each split the noise scale is
+//       measured at (more than one micro-batch) run with and without it, in
+//       turn, 5 times each; the median of each, one JSON line per split
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
+#include <vector>
 
 #include "bench/bench_workload.h"
 #include "worker/engine/autocast_scope.h"
@@ -33,7 +41,7 @@ struct Measurement {
 };
 
 Measurement MeasureSplit(const std::string& kind, int64_t micro, Precision precision,
-                         int windows) {
+                         bool noise, int windows) {
   const torch::Device gpu(torch::kCUDA, 0);
   const TrainConfig c = ModelUnderTest(kind);
   Workload w = MakeWorkload(c, micro, gpu);
@@ -41,6 +49,7 @@ Measurement MeasureSplit(const std::string& kind, int64_t micro, Precision preci
       w.model->Parameters(), [&](const torch::Tensor& in) { return w.model->Forward(in); },
       LossOf(c.model.loss, c.data.task), Normalization::kExact, kGlobalBatch / micro, 0);
   window.set_precision(precision, torch::kCUDA);
+  window.set_measure_noise(noise);
   auto run_window = [&] {
     for (const Batch& b : w.micro_batches) window.AddMicroBatch(b);
     window.FinishWindow();
@@ -65,16 +74,50 @@ Measurement MeasureSplit(const std::string& kind, int64_t micro, Precision preci
   return m;
 }
 
-int Run(int windows) {
+double Median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+// With and without the measurement in turn, so that the GPU's clocks and
+// whatever else drifts fall on both alike.
+void NoiseCost(int windows) {
+  constexpr int kRepetitions = 5;
+  for (const std::string kind : {"mlp", "cnn", "charlm"}) {
+    for (const Precision precision : {Precision::kFp32, Precision::kBf16}) {
+      for (const int64_t micro : {64, 16, 4}) {
+        std::vector<double> on, off;
+        for (int r = 0; r < kRepetitions; ++r) {
+          on.push_back(MeasureSplit(kind, micro, precision, true, windows).samples_per_second);
+          off.push_back(MeasureSplit(kind, micro, precision, false, windows).samples_per_second);
+        }
+        const double with = Median(on), without = Median(off);
+        std::printf(
+            "{\"model\": \"%s\", \"micro\": %lld, \"precision\": \"%s\", "
+            "\"samples_per_second_with\": %.3f, \"samples_per_second_without\": %.3f, "
+            "\"cost\": %.5f}\n",
+            kind.c_str(), static_cast<long long>(micro),
+            precision == Precision::kBf16 ? "bf16" : "fp32", with, without, without / with - 1);
+        std::fflush(stdout);
+      }
+    }
+  }
+}
+
+int Run(int windows, bool noise_cost) {
   const std::vector<CudaDevice> gpus = ProbeCudaDevices();
   if (gpus.empty()) {
     std::fprintf(stderr, "accumulus_gpu_bench: no CUDA device visible\n");
     return 1;
   }
+  if (noise_cost) {
+    NoiseCost(windows);
+    return 0;
+  }
   for (const std::string kind : {"mlp", "cnn", "charlm"}) {
     for (const Precision precision : {Precision::kFp32, Precision::kBf16}) {
       for (const int64_t micro : {256, 64, 16, 4}) {
-        const Measurement m = MeasureSplit(kind, micro, precision, windows);
+        const Measurement m = MeasureSplit(kind, micro, precision, /*noise=*/true, windows);
         std::printf(
             "{\"peer\": \"engine\", \"model\": \"%s\", \"micro\": %lld, \"accumulation\": %lld, "
             "\"precision\": \"%s\", \"gpu\": \"%s\", \"torch\": \"%s\", "
@@ -94,10 +137,12 @@ int Run(int windows) {
 }  // namespace accumulus::engine
 
 int main(int argc, char** argv) {
-  const int windows = argc > 1 ? std::atoi(argv[1]) : 20;
-  if (windows < 1) {
-    std::fprintf(stderr, "usage: accumulus_gpu_bench [WINDOWS >= 1]\n");
+  const bool noise_cost = argc > 1 && std::strcmp(argv[1], "--noise-cost") == 0;
+  const int first = noise_cost ? 2 : 1;
+  const int windows = argc > first ? std::atoi(argv[first]) : 20;
+  if (windows < 1 || argc > first + 1) {
+    std::fprintf(stderr, "usage: accumulus_gpu_bench [--noise-cost] [WINDOWS >= 1]\n");
     return 2;
   }
-  return accumulus::engine::Run(windows);
+  return accumulus::engine::Run(windows, noise_cost);
 }

@@ -6,9 +6,12 @@
 #      NCCL where two GPUs exist, a whole job controller → worker → trainer);
 #   2. the bench's GPU part: samples/s and peak CUDA memory of mlp, cnn and
 #      charlm at global batch 256 split 256×1 … 4×64, fp32 and bf16, for the
-#      engine and for the Python textbook loop on the same GPU and torch.
+#      engine and for the Python textbook loop on the same GPU and torch;
+#   3. what measuring the gradient noise scale costs on the GPU
+#      (accumulus_gpu_bench --noise-cost).
 # Results go to OUT (summary.txt first); bench/gpu_report.py's Markdown is
-# what bench/results/ keeps.
+# what bench/results/ keeps. ACCUMULUS_GPU_PARTS picks parts (default
+# "tests throughput noise"), e.g. "tests noise" for a short second call.
 #
 #   ./scripts/gpu-check.sh [BUNDLE] [OUT]
 # BUNDLE: what scripts/gpu-bundle.sh gathered here (default build/gpu-bundle):
@@ -67,15 +70,18 @@ export ACCUMULUS_TEST_CERTS="$BUNDLE/certs"
 [ -x "$BIN/accumulus-trainer" ] &&
   log "probe: $("$BIN/accumulus-trainer" --probe-devices 2>&1 | head -4 | paste -sd';')"
 
+PARTS="${ACCUMULUS_GPU_PARTS:-tests throughput noise}"
+part() { [[ " $PARTS " == *" $1 "* ]]; }
+
 # 1. The GPU tests, one process each (as ctest runs them), so one test's
 # allocator settings or a crash cannot leak into the next.
 : > "$OUT/gpu-tests.log"
 passed=0 failed=0 skipped=0
-for binary in "$BIN"/accumulus_gpu_engine_tests "$BIN"/accumulus_gpu_job_tests; do
+part tests && for binary in "$BIN"/accumulus_gpu_engine_tests "$BIN"/accumulus_gpu_job_tests; do
   [ -x "$binary" ] || continue
   for t in $("$binary" --gtest_list_tests | awk '/^[^ ]/ { s = $1 } /^  / { print s $1 }'); do
     start=$(date +%s)
-    timeout 300 "$binary" --gtest_filter="$t" > "$OUT/one-test.log" 2>&1
+    timeout 150 "$binary" --gtest_filter="$t" > "$OUT/one-test.log" 2>&1
     rc=$?
     cat "$OUT/one-test.log" >> "$OUT/gpu-tests.log"
     if grep -q "\[  SKIPPED \] $t" "$OUT/one-test.log"; then
@@ -92,10 +98,12 @@ rm -f "$OUT/one-test.log"
 log "gpu tests: $passed passed, $skipped skipped, $failed failed"
 
 # 2. The bench's GPU part: the engine, then the Python loop on each split.
-timeout 240 "$BIN/accumulus_gpu_bench" 20 > "$OUT/gpu-bench.jsonl" 2> "$OUT/gpu-bench.log"
-log "engine bench: rc $?, $(wc -l < "$OUT/gpu-bench.jsonl") configurations"
+: > "$OUT/gpu-bench.jsonl"
 : > "$OUT/gpu-python.jsonl"
-for model in mlp cnn charlm; do
+: > "$OUT/gpu-noise.jsonl"
+part throughput && timeout 300 "$BIN/accumulus_gpu_bench" 20 > "$OUT/gpu-bench.jsonl" 2> "$OUT/gpu-bench.log"
+log "engine bench: $(wc -l < "$OUT/gpu-bench.jsonl") configurations"
+part throughput && for model in mlp cnn charlm; do
   for precision in fp32 bf16; do
     for micro in 256 64 16 4; do
       timeout 60 "$PYTHON" "$ROOT/bench/peers/textbook_loop.py" "$model" "$micro" --device cuda \
@@ -104,6 +112,11 @@ for model in mlp cnn charlm; do
   done
 done
 log "python peer: $(wc -l < "$OUT/gpu-python.jsonl") configurations"
+# 3. The noise scale's cost: 10 windows a run, with and without in turn.
+part noise && timeout 240 "$BIN/accumulus_gpu_bench" --noise-cost 10 > "$OUT/gpu-noise.jsonl" \
+  2>> "$OUT/gpu-bench.log"
+log "noise cost: $(wc -l < "$OUT/gpu-noise.jsonl") configurations"
 "$PYTHON" "$ROOT/bench/gpu_report.py" "$OUT/gpu-bench.jsonl" "$OUT/gpu-python.jsonl" \
-  > "$OUT/gpu-bench.md" 2>> "$OUT/gpu-bench.log" && cat "$OUT/gpu-bench.md" >> "$OUT/summary.txt"
+  "$OUT/gpu-noise.jsonl" > "$OUT/gpu-bench.md" 2>> "$OUT/gpu-bench.log" &&
+  cat "$OUT/gpu-bench.md" >> "$OUT/summary.txt"
 [ "$failed" -eq 0 ]
