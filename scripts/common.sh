@@ -83,6 +83,24 @@ install_python_tools() {
   "$PYTHON" -m pip install --quiet --disable-pip-version-check "${PYTHON_TOOLS[@]}"
 }
 
+# The Python client (clients/python): its wheel, with the stubs generated
+# from proto/ as it is built, installed into a fresh virtual environment with
+# pytest and pandas (its optional extra), and its tests run against this
+# build's controller and worker on loopback.
+PYTHON_CLIENT_TEST_PACKAGES=("pytest==8.4.2" "pandas==2.3.3")
+
+python_client_tests() {
+  local venv="$BUILD_DIR/python-client" dist="$BUILD_DIR/python-dist"
+  echo "== the Python client: its wheel into a fresh environment, then pytest"
+  /usr/bin/python3 -m venv --clear "$venv"
+  rm -rf "$dist"
+  "$venv/bin/pip" wheel --quiet --disable-pip-version-check --no-deps -w "$dist" "$ROOT/clients/python"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check "$dist"/accumulus-*.whl \
+    "${PYTHON_CLIENT_TEST_PACKAGES[@]}"
+  (cd "$ROOT/clients/python" &&
+    ACCUMULUS_BINARY_DIR="$BUILD_DIR/bin" "$venv/bin/python" -m pytest -p no:cacheprovider -q tests)
+}
+
 # The CUDA 13 toolkit is part of the platform (Debian 12 with NVIDIA's CUDA
 # 13.0 packages, or an NVIDIA CUDA 13 image): LibTorch's CMake needs it to
 # compile our CUDA and NCCL code, even where no GPU is present.

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what accumulus needs, builds it with its tests, and runs the whole
-# suite (unit, engine and end-to-end tests); then the control plane again,
+# suite (unit, engine and end-to-end tests) and the Python client's tests
+# (pytest, against real processes); then the control plane again,
 # built with clang's thread-safety analysis and ThreadSanitizer, and with
 # AddressSanitizer + UndefinedBehaviorSanitizer; then the fuzz targets for a
 # bounded time. Safe to run again.
@@ -9,7 +10,8 @@ install_all
 build ON
 echo "== testing"
 cd "$BUILD_DIR"
-ctest -j2 --output-on-failure --timeout 600
+ctest -j2 --output-on-failure --timeout 600 | tee "$BUILD_DIR/ctest.log"
+python_client_tests | tee "$BUILD_DIR/pytest.log"
 
 # Each sanitizer stops a process at its first report (halt_on_error); a
 # report in a child fails the test that started it (its exit code is
@@ -40,3 +42,8 @@ ASAN_OPTIONS="halt_on_error=1 detect_leaks=1" UBSAN_OPTIONS="halt_on_error=1 pri
 # The parsers of what users send or write, fuzzed for a bounded time.
 fuzz_build "$ROOT/build-fuzz"
 run_fuzzers "$ROOT/build-fuzz" "${FUZZ_SECONDS:-30}"
+
+# Both suites' summaries last, where CI's log ends.
+echo "== summary"
+grep -E "tests passed|tests failed" "$BUILD_DIR/ctest.log"
+grep -E "passed|failed" "$BUILD_DIR/pytest.log" | tail -1

@@ -1,0 +1,250 @@
+"""The client against a real controller and worker on loopback."""
+import os
+import uuid
+
+import grpc
+import pytest
+
+import accumulus
+from accumulus import job_pb2
+
+SMALL = {
+    "name": "py-small",
+    "model": {"kind": "mlp", "hidden": [16]},
+    "data": {"kind": "synthetic", "task": "classification", "samples": 200, "features": 8,
+             "outputs": 3},
+    "micro_batch": 8,
+    "accumulation_steps": 4,
+    "optimizer": {"kind": "sgd", "lr": 0.1, "momentum": 0.9},
+    "epochs": 2,
+    "seed": 1,
+}
+# 200 samples in windows of 32: 6 full windows and one of 8, twice.
+SMALL_STEPS = 14
+
+# Long enough to be caught running (about 50k steps).
+LONG = dict(SMALL, name="py-long", epochs=8000)
+
+
+def kinds(events):
+    return [e.WhichOneof("kind") for e in events]
+
+
+def assert_contiguous(events, first=1):
+    assert [e.sequence for e in events] == list(range(first, first + len(events)))
+
+
+def test_a_job_is_submitted_watched_and_succeeds_with_its_batch_plan(cluster):
+    with cluster.client() as c:
+        job = c.submit(SMALL)
+        assert job.id
+        events = list(c.watch(job.id))
+        assert_contiguous(events)
+        steps = [e.step for e in events if e.WhichOneof("kind") == "step"]
+        assert [s.step for s in steps] == list(range(1, SMALL_STEPS + 1))
+        # micro 8 × accumulation 4 × 1 device, and the epoch's short window.
+        assert {s.effective_batch for s in steps[:6]} == {32}
+        assert steps[6].samples == 8
+        assert events[-1].state.state == job_pb2.JOB_STATE_SUCCEEDED
+        final = c.wait(job.id)
+        assert final.state == job_pb2.JOB_STATE_SUCCEEDED
+        assert final.batch.global_batch == 32
+        assert final.steps_done == SMALL_STEPS
+
+
+def test_a_watch_resumed_from_a_sequence_number_yields_exactly_what_follows(cluster):
+    with cluster.client() as c:
+        job = c.submit(SMALL)
+        everything = list(c.watch(job.id))
+        tail = list(c.watch(job.id, after_sequence=5))
+        assert [e.SerializeToString() for e in tail] == [
+            e.SerializeToString() for e in everything[5:]]
+
+
+def test_a_watch_goes_on_through_a_killed_and_restarted_controller(own_cluster):
+    with own_cluster.client(retry_timeout=60) as c:
+        job = c.submit(dict(SMALL, name="py-through-restart", epochs=300))
+        seen = []
+        for event in c.watch(job.id):
+            seen.append(event)
+            steps = sum(1 for e in seen if e.WhichOneof("kind") == "step")
+            if steps == 3 and own_cluster.controller.poll() is None:
+                own_cluster.kill_controller()
+                own_cluster.start_controller()
+        assert_contiguous(seen)
+        assert seen[-1].state.state == job_pb2.JOB_STATE_SUCCEEDED
+        step_numbers = [e.step.step for e in seen if e.WhichOneof("kind") == "step"
+                        and not e.stale]
+        assert step_numbers == sorted(set(step_numbers))
+        assert step_numbers[-1] == c.get(job.id).steps_total
+
+
+def test_a_running_job_is_cancelled_and_a_cancelled_one_resumes(cluster):
+    with cluster.client() as c:
+        job = c.submit(LONG)
+        for event in c.watch(job.id):
+            if event.WhichOneof("kind") == "step":
+                break
+        cancelled = c.cancel(job.id, reason="from python")
+        assert cancelled.id == job.id
+        final = c.wait(job.id)
+        assert final.state == job_pb2.JOB_STATE_CANCELLED
+        with pytest.raises(accumulus.FailedPreconditionError) as e:
+            c.cancel(job.id)
+        assert e.value.code == grpc.StatusCode.FAILED_PRECONDITION
+        resumed = c.resume(job.id)
+        assert resumed.attempt == final.attempt + 1
+        c.cancel(job.id)
+        assert c.wait(job.id).state == job_pb2.JOB_STATE_CANCELLED
+
+
+def test_a_refused_spec_carries_every_violation(cluster):
+    bad = dict(SMALL, micro_batch=-3, optimizer={"kind": "sgd", "lr": -1})
+    with cluster.client() as c:
+        with pytest.raises(accumulus.InvalidArgumentError) as e:
+            c.submit(bad)
+    fields = {v.field for v in e.value.violations}
+    assert {"micro_batch", "optimizer.lr"} <= fields, e.value.violations
+    assert all(v.description for v in e.value.violations)
+    assert e.value.code == grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_each_error_class(cluster, tmp_path):
+    with cluster.client() as c:
+        with pytest.raises(accumulus.NotFoundError):
+            c.get("job-doesnotexist")
+        request_id = uuid.uuid4().hex
+        c.submit(SMALL, request_id=request_id)
+        with pytest.raises(accumulus.AlreadyExistsError):
+            c.submit(dict(SMALL, seed=2), request_id=request_id)
+        done = c.submit(SMALL)
+        c.wait(done.id)
+        with pytest.raises(accumulus.FailedPreconditionError):
+            c.resume(done.id)
+    with cluster.client("viewer") as viewer:
+        assert viewer.get(done.id).id == done.id
+        with pytest.raises(accumulus.PermissionDeniedError):
+            viewer.submit(SMALL)
+    with cluster.client(token="acc_" + "0" * 64) as stranger:
+        with pytest.raises(accumulus.UnauthenticatedError):
+            stranger.get(done.id)
+    with cluster.client(token="") as anonymous:
+        with pytest.raises(accumulus.UnauthenticatedError):
+            anonymous.workers()
+
+
+def test_a_retried_submit_with_one_request_id_makes_one_job(cluster):
+    with cluster.client() as c:
+        request_id = uuid.uuid4().hex
+        first = c.submit(SMALL, request_id=request_id)
+        again = c.submit(SMALL, request_id=request_id)
+        assert again.id == first.id
+
+
+def test_specs_from_a_yaml_file_a_dict_and_a_message_are_the_same(cluster, tmp_path):
+    path = tmp_path / "job.yaml"
+    path.write_text("""
+name: py-small
+model: {kind: mlp, hidden: [16]}
+data: {kind: synthetic, task: classification, samples: 200, features: 8, outputs: 3}
+micro_batch: 8
+accumulation_steps: 4
+optimizer: {kind: sgd, lr: 1e-1, momentum: 0.9}
+epochs: 2
+seed: 1
+labels: {sweep: 3}
+""")
+    from_file = accumulus.load_spec(path)
+    from_dict = accumulus.load_spec(dict(SMALL, labels={"sweep": "3"}))
+    assert from_file == from_dict
+    assert accumulus.load_spec(from_file) is from_file
+    assert from_file.optimizer.kind == job_pb2.OPTIMIZER_KIND_SGD
+    with cluster.client() as c:
+        assert c.submit(path).spec.labels["sweep"] == "3"
+
+
+def test_a_spec_the_client_cannot_read_names_the_file_the_line_and_the_field(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("name: x\nmodel:\n  kind: mlp\n  hiden: [16]\n")
+    with pytest.raises(accumulus.SpecError) as e:
+        accumulus.load_spec(path)
+    assert str(e.value).startswith(f"{path}: line 4: model.hiden is not a field")
+    path.write_text("name: x\noptimizer: {kind: adam}\n")
+    with pytest.raises(accumulus.SpecError, match=r"line 2: unknown optimizer.kind 'adam'; "
+                                                  r"one of sgd, adamw"):
+        accumulus.load_spec(path)
+    path.write_text("name: x\nmicro_batch: [1\n")
+    with pytest.raises(accumulus.SpecError, match=r"bad.yaml: line 3, column 1"):
+        accumulus.load_spec(path)
+    with pytest.raises(accumulus.SpecError, match=r"optimizer.lr nan is not a finite number"):
+        accumulus.load_spec({"optimizer": {"lr": float("nan")}})
+    with pytest.raises(accumulus.SpecError, match=r"micro_batch 2.5 is not a whole number"):
+        accumulus.load_spec({"micro_batch": 2.5})
+
+
+def test_list_pages_through_every_job_with_the_servers_filters(cluster):
+    tag = uuid.uuid4().hex[:8]
+    with cluster.client() as c:
+        ids = [c.submit(dict(SMALL, labels={"batch": tag})).id for _ in range(5)]
+        for job_id in ids:
+            c.wait(job_id)
+        listed = [j.id for j in c.list(labels={"batch": tag}, page_size=2)]
+        assert listed == ids
+        succeeded = {j.id for j in c.list(states=["succeeded"], labels={"batch": tag})}
+        assert succeeded == set(ids)
+        assert list(c.list(states=["running"], labels={"batch": tag})) == []
+        with pytest.raises(ValueError, match="unknown job state 'done'"):
+            list(c.list(states=["done"]))
+
+
+def test_workers_lists_the_worker_and_its_slots(cluster):
+    with cluster.client() as c:
+        workers = c.workers()
+    assert [w.id for w in workers] == ["py-worker-1"]
+    assert len(workers[0].devices) == 2
+
+
+def test_steps_are_rows_one_per_step(cluster):
+    with cluster.client() as c:
+        job = c.submit(SMALL)
+        c.wait(job.id)
+        rows = c.steps(job.id)
+    assert [r["step"] for r in rows] == list(range(1, SMALL_STEPS + 1))
+    assert rows[0]["effective_batch"] == 32
+    assert rows[0]["noise_scale"] == rows[0]["noise_scale"]  # a number, measured (k = 4)
+    assert rows[0]["noise_small_batch"] == 8
+    assert "ranks" not in rows[0]
+    assert rows[0]["attempt"] == 1
+
+
+def test_steps_frame_is_a_dataframe_indexed_by_step(cluster):
+    pandas = pytest.importorskip("pandas")
+    with cluster.client() as c:
+        job = c.submit(SMALL)
+        c.wait(job.id)
+        frame = c.steps_frame(job.id)
+    assert isinstance(frame, pandas.DataFrame)
+    assert list(frame.index) == list(range(1, SMALL_STEPS + 1))
+    assert frame["loss"].notna().all()
+
+
+def test_tls_is_checked_against_the_ca_and_plaintext_only_when_asked(cluster, tmp_path):
+    other = tmp_path / "other"
+    import subprocess
+    from conftest import BIN
+    subprocess.run([os.path.join(BIN, "accumulus-make-dev-certs"), str(other)], check=True,
+                   stdout=subprocess.DEVNULL)
+    with cluster.client(ca_file=str(other / "ca.pem"), retry_timeout=0) as wrong_ca:
+        with pytest.raises(accumulus.UnavailableError):
+            wrong_ca.workers()
+    with cluster.client(insecure=True, retry_timeout=0) as plaintext:
+        with pytest.raises(accumulus.UnavailableError):
+            plaintext.workers()
+
+
+def test_nothing_listening_is_unavailable_after_the_retries(tmp_path):
+    from conftest import _free_port
+    with accumulus.Client(f"127.0.0.1:{_free_port()}", insecure=True, timeout=2,
+                          retry_timeout=0.5) as c:
+        with pytest.raises(accumulus.UnavailableError):
+            c.workers()
