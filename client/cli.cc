@@ -1,5 +1,6 @@
 #include "client/cli.h"
 
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -12,6 +13,7 @@
 #include "client/bearer_token.h"
 #include "client/controller_client.h"
 #include "client/job_list_query.h"
+#include "client/live_view.h"
 #include "client/local_cluster.h"
 #include "client/render.h"
 #include "client/split_sweep.h"
@@ -69,8 +71,42 @@ int AddToken(const std::string& tokens_file, const std::string& name, const std:
 
 bool Json(const GlobalFlags& flags) { return flags.output == "json"; }
 
+// Columns of the terminal on stdout, read at each redraw (it may be
+// resized); $COLUMNS, else 80, where it cannot be asked.
+int TerminalWidth() {
+  winsize size{};
+  if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0) return size.ws_col;
+  const char* columns = std::getenv("COLUMNS");
+  const int parsed = columns != nullptr ? std::atoi(columns) : 0;
+  return parsed > 0 ? parsed : 80;
+}
+
+// Follows a job's events from `after`, reconnecting after a dropped
+// connection or a controller restart from the last event seen, so nothing
+// is shown twice or missed (the controller keeps every event). The call
+// waits until the controller is reachable again. CANCELLED too: this client
+// cancels its stream only by returning false, so otherwise the controller
+// did (a call that reached it while it was stopping).
+Status Follow(ControllerClient& client, const std::string& job_id,
+              const std::function<bool(const v1::JobEvent&)>& on_event) {
+  int64_t last_sequence = 0;
+  auto tracked = [&](const v1::JobEvent& event) {
+    last_sequence = event.sequence();
+    return on_event(event);
+  };
+  Status status = client.Watch(job_id, last_sequence, tracked);
+  while (status.code() == StatusCode::kUnavailable || status.code() == StatusCode::kCancelled) {
+    std::cerr << "lost the controller (" << status.message() << "); reconnecting after event "
+              << last_sequence << "...\n";
+    status = client.Watch(job_id, last_sequence, tracked);
+  }
+  return status;
+}
+
 // Prints a job's events until it ends; the exit code says how it ended.
-int Watch(ControllerClient& client, const GlobalFlags& flags, const std::string& job_id) {
+// On a terminal, a status area under step lines every `every` steps.
+int Watch(ControllerClient& client, const GlobalFlags& flags, const std::string& job_id,
+          int64_t every) {
   // Fails fast (within the connect timeout) for an unknown job or an
   // unreachable controller; the stream itself has no deadline.
   StatusOr<v1::Job> job = client.Get(job_id);
@@ -78,46 +114,48 @@ int Watch(ControllerClient& client, const GlobalFlags& flags, const std::string&
   const bool live = !Json(flags) && isatty(STDOUT_FILENO);
   v1::JobState final_state = job->state();
   std::string final_reason = job->reason();
-  int64_t steps_total = job->steps_total();
-  int64_t steps_done = 0;
-  int64_t last_sequence = 0;
+  LiveView view(every, job->steps_total());
   auto on_event = [&](const v1::JobEvent& event) {
-    last_sequence = event.sequence();
     if (event.has_state()) {
       final_state = event.state().state();
       final_reason = event.state().reason();
     }
-    if (event.has_step() && !event.stale()) {  // a superseded attempt's is no progress
-      steps_done = event.step().step();
-      steps_total = event.step().steps_total();
-    }
     if (Json(flags)) {
-      std::cout << ToJsonLine(event) << "\n" << std::flush;
+      std::cout << ToJsonLine(event) << "\n";
     } else if (live) {
-      // The event above a progress bar that redraws in place.
-      std::cout << "\r\033[K" << EventLine(event) << "\n"
-                << ProgressBar(steps_done, steps_total) << std::flush;
+      std::cout << view.OnEvent(event, TerminalWidth());
     } else {
-      std::cout << EventLine(event) << "\n" << std::flush;
+      std::cout << EventLine(event) << "\n";
     }
+    std::cout << std::flush;
+    return true;
   };
-  Status status = client.Watch(job_id, last_sequence, on_event);
-  // A dropped connection or a controller restart: follow on from the last
-  // event seen, so nothing is shown twice or missed (the controller keeps
-  // every event). The call waits until the controller is reachable again.
-  // CANCELLED too: this client never cancels its watch, so the controller
-  // did (a call that reached it while it was stopping).
-  while (status.code() == StatusCode::kUnavailable || status.code() == StatusCode::kCancelled) {
-    std::cerr << "lost the controller (" << status.message() << "); reconnecting after event "
-              << last_sequence << "...\n";
-    status = client.Watch(job_id, last_sequence, on_event);
-  }
-  if (live) std::cout << "\r\033[K" << std::flush;
+  Status status = Follow(client, job_id, on_event);
+  if (live) std::cout << view.Finish(TerminalWidth()) << std::flush;
   if (!status.ok()) return Fail(status);
   if (final_state == v1::JOB_STATE_SUCCEEDED) return 0;
   std::cerr << "job " << job_id << " " << StateName(final_state)
             << (final_reason.empty() ? "" : ": " + final_reason) << "\n";
   return 1;
+}
+
+// A job's log lines: those recorded so far, or with `follow` also the new
+// ones until the job ends.
+int Logs(ControllerClient& client, const GlobalFlags& flags, const std::string& job_id,
+         bool follow) {
+  StatusOr<v1::Job> job = client.Get(job_id);
+  if (!job.ok()) return Fail(job.status());
+  // Without --follow, up to the newest event the controller had when asked.
+  const int64_t last = job->last_event_sequence();
+  if (!follow && last == 0) return 0;
+  auto on_event = [&](const v1::JobEvent& event) {
+    if (event.has_log()) {
+      std::cout << (Json(flags) ? ToJsonLine(event) : LogLine(event)) << "\n" << std::flush;
+    }
+    return follow || event.sequence() < last;
+  };
+  Status status = Follow(client, job_id, on_event);
+  return status.ok() ? 0 : Fail(status);
 }
 
 // A request id for a submit that names none: 64 random bits.
@@ -129,7 +167,7 @@ std::string NewRequestId() {
 }
 
 int Submit(const GlobalFlags& flags, const std::string& path, const std::string& request_id,
-           bool watch) {
+           bool watch, int64_t every) {
   StatusOr<v1::JobSpec> spec = LoadJobSpecFile(path);
   if (!spec.ok()) {
     std::cerr << ErrorText(spec.status());
@@ -147,7 +185,7 @@ int Submit(const GlobalFlags& flags, const std::string& path, const std::string&
               << job->steps_total() << " steps\n";
   }
   std::cout << std::flush;
-  return watch ? Watch(client, flags, job->id()) : 0;
+  return watch ? Watch(client, flags, job->id(), every) : 0;
 }
 
 // The plan of a spec, checked here as the controller would, and with
@@ -235,15 +273,27 @@ int RunCli(int argc, char** argv) {
 
   std::string path, job_id, reason, request_id;
   bool watch = false;
+  int64_t every = 10;
+  const std::string every_help =
+      "on a terminal, a step line every this many steps (and the first, the last, and the one "
+      "before any other event) above the live status";
   auto* submit = app.add_subcommand("submit", "submit a job spec (YAML)");
   submit->add_option("spec", path, "job spec file")->required();
   submit->add_option("--request-id", request_id,
                      "this submission's id: submitting again with it returns the same job "
                      "(default: a new one, reused when the call is retried)");
   submit->add_flag("-w,--watch", watch, "follow the job until it ends");
+  submit->add_option("--every", every, every_help)->check(CLI::PositiveNumber)->capture_default_str();
 
   auto* watch_cmd = app.add_subcommand("watch", "follow a job's events until it ends");
   watch_cmd->add_option("job", job_id)->required();
+  watch_cmd->add_option("--every", every, every_help)
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  bool follow = false;
+  auto* logs = app.add_subcommand("logs", "show a job's log lines (its trainers' and workers')");
+  logs->add_option("job", job_id)->required();
+  logs->add_flag("-f,--follow", follow, "go on printing new lines until the job ends");
   auto* get = app.add_subcommand("get", "show one job");
   get->add_option("job", job_id)->required();
   ListFlags list_flags;
@@ -260,6 +310,7 @@ int RunCli(int argc, char** argv) {
       "resume", "run a cancelled or failed job again from its newest checkpoint");
   resume->add_option("job", job_id)->required();
   resume->add_flag("-w,--watch", watch, "follow the job until it ends");
+  resume->add_option("--every", every, every_help)->check(CLI::PositiveNumber)->capture_default_str();
   auto* workers = app.add_subcommand("workers", "list workers, their devices and jobs");
 
   bool sweep = false;
@@ -312,14 +363,15 @@ int RunCli(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
 
-  if (*submit) return Submit(flags, path, request_id, watch);
+  if (*submit) return Submit(flags, path, request_id, watch, every);
   if (*plan) return Plan(path, sweep);
   if (*up) return Up(up_options);
   if (*tokens_add) return AddToken(tokens_file, token_name, token_role, token_out);
   StatusOr<ControllerClient> connected = Connect(flags);
   if (!connected.ok()) return Fail(connected.status());
   ControllerClient& client = *connected;
-  if (*watch_cmd) return Watch(client, flags, job_id);
+  if (*watch_cmd) return Watch(client, flags, job_id, every);
+  if (*logs) return Logs(client, flags, job_id, follow);
   if (*get) {
     StatusOr<v1::Job> job = client.Get(job_id);
     if (!job.ok()) return Fail(job.status());
@@ -347,7 +399,7 @@ int RunCli(int argc, char** argv) {
     std::cout << (Json(flags) ? ToJsonLine(*job) + "\n"
                               : job->id() + " " + StateName(job->state()) + ": " +
                                     TerminalSafe(job->reason()) + "\n");
-    return watch ? Watch(client, flags, job_id) : 0;
+    return watch ? Watch(client, flags, job_id, every) : 0;
   }
   if (*workers) {
     auto response = client.Workers();

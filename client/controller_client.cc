@@ -126,7 +126,7 @@ StatusOr<v1::ListWorkersResponse> ControllerClient::Workers() {
 }
 
 Status ControllerClient::Watch(const std::string& job_id, int64_t after_sequence,
-                               const std::function<void(const v1::JobEvent&)>& on_event) {
+                               const std::function<bool(const v1::JobEvent&)>& on_event) {
   grpc::ClientContext context;
   // No deadline: a job may train for days. Waiting for the first connection
   // is bounded by the connect timeout through the first Get instead.
@@ -136,7 +136,15 @@ Status ControllerClient::Watch(const std::string& job_id, int64_t after_sequence
   request.set_after_sequence(after_sequence);
   auto reader = stub_->WatchJob(&context, request);
   v1::JobEvent event;
-  while (reader->Read(&event)) on_event(event);
+  while (reader->Read(&event)) {
+    if (!on_event(event)) {
+      context.TryCancel();
+      while (reader->Read(&event)) {
+      }
+      reader->Finish();
+      return Status::Ok();
+    }
+  }
   auto result = Result(reader->Finish(), 0, address_);
   return result.status();
 }

@@ -36,9 +36,10 @@ class ControllerClient {
   StatusOr<v1::Job> Resume(const std::string& job_id);
   StatusOr<v1::ListWorkersResponse> Workers();
   // Streams the job's events after `after_sequence` to `on_event` until the
-  // job ends (OK) or the stream fails.
+  // job ends (OK), `on_event` returns false (OK: the stream is cancelled), or
+  // the stream fails.
   Status Watch(const std::string& job_id, int64_t after_sequence,
-               const std::function<void(const v1::JobEvent&)>& on_event);
+               const std::function<bool(const v1::JobEvent&)>& on_event);
 
  private:
   ControllerClient(std::string address, std::chrono::milliseconds connect_timeout,

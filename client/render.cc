@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <ctime>
 #include <sstream>
 #include <vector>
 
@@ -22,18 +23,6 @@ std::string Format(const char* format, double value) {
   char buffer[64];
   std::snprintf(buffer, sizeof buffer, format, value);
   return buffer;
-}
-
-std::string HumanRate(double per_second) {
-  if (per_second >= 1e6) return Format("%.2fM", per_second / 1e6);
-  if (per_second >= 1e3) return Format("%.1fk", per_second / 1e3);
-  return Format("%.0f", per_second);
-}
-
-// Characters on a terminal, not bytes: "×" is two bytes of UTF-8, one column.
-size_t DisplayWidth(const std::string& s) {
-  return static_cast<size_t>(std::count_if(
-      s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
 }
 
 // Rows of cells as aligned text: each column as wide as its widest cell,
@@ -133,6 +122,12 @@ std::string StateName(v1::JobState state) {
   std::string name = v1::JobState_Name(state).substr(std::string("JOB_STATE_").size());
   std::transform(name.begin(), name.end(), name.begin(), ::tolower);
   return name;
+}
+
+std::string HumanRate(double per_second) {
+  if (per_second >= 1e6) return Format("%.2fM", per_second / 1e6);
+  if (per_second >= 1e3) return Format("%.1fk", per_second / 1e3);
+  return Format("%.0f", per_second);
 }
 
 std::string HumanBytes(int64_t bytes) {
@@ -324,12 +319,17 @@ std::string EventLine(const v1::JobEvent& e) {
   return "event " + std::to_string(e.sequence());
 }
 
-std::string ProgressBar(int64_t done, int64_t total, int width) {
-  const double fraction = total > 0 ? std::clamp(static_cast<double>(done) / total, 0.0, 1.0) : 0;
-  const int filled = static_cast<int>(fraction * width);
-  return "[" + std::string(filled, '#') + std::string(width - filled, '.') + "] " +
-         Format("%3.0f%%", fraction * 100) + "  " + std::to_string(done) + "/" +
-         std::to_string(total);
+std::string LogLine(const v1::JobEvent& e) {
+  char when[32] = "";
+  const std::time_t seconds = e.time().seconds();
+  std::tm utc{};
+  if (gmtime_r(&seconds, &utc) != nullptr) std::strftime(when, sizeof when, "%FT%TZ", &utc);
+  std::string source = "controller";
+  if (e.attempt() > 0) {
+    source = "attempt " + std::to_string(e.attempt()) +
+             (e.rank_sequence() > 0 ? " rank " + std::to_string(e.rank()) : "");
+  }
+  return std::string(when) + "  " + source + "  " + EventLine(e);
 }
 
 std::string ErrorText(const Status& status) {

@@ -20,6 +20,8 @@ std::string BatchSplit(const v1::BatchPlan& batch);
 // "running", "succeeded", ...
 std::string StateName(v1::JobState state);
 std::string HumanBytes(int64_t bytes);
+// "950", "12.3k", "1.25M": a rate per second.
+std::string HumanRate(double per_second);
 
 // `accumulus list`: a header and one row per job.
 std::string JobTable(const v1::ListJobsResponse& jobs);
@@ -30,12 +32,12 @@ std::string WorkerTable(const v1::ListWorkersResponse& workers);
 
 // One line for an event, e.g. "step 3/40 epoch 0 loss 0.6931 ...".
 std::string EventLine(const v1::JobEvent& event);
-// "[#########.........]  45%  18/40" at `width` characters of bar.
+// `accumulus logs`: "2026-12-04T15:30:01Z  attempt 1 rank 0  warning: ..."
+// (the controller's own lines say "controller").
+std::string LogLine(const v1::JobEvent& event);
 // An error for stderr, "error: ..." and a newline: a spec's field violations
 // one per line under a count, anything else on one line; what users wrote
 // escaped (terminal_text.h).
 std::string ErrorText(const Status& status);
-
-std::string ProgressBar(int64_t done, int64_t total, int width = 30);
 
 }  // namespace accumulus::client

@@ -53,6 +53,24 @@ std::string TerminalSafe(std::string_view text) {
   return out;
 }
 
+size_t DisplayWidth(std::string_view text) {
+  size_t columns = 0;
+  for (char c : text) columns += (static_cast<unsigned char>(c) & 0xC0) != 0x80 ? 1 : 0;
+  return columns;
+}
+
+std::string FitToWidth(std::string_view text, size_t columns) {
+  if (DisplayWidth(text) <= columns) return std::string(text);
+  if (columns == 0) return "";
+  // Keep columns - 1 code points, then the ellipsis.
+  size_t kept = 0, end = 0;
+  for (; end < text.size(); ++end) {
+    const bool starts = (static_cast<unsigned char>(text[end]) & 0xC0) != 0x80;
+    if (starts && kept++ == columns - 1) break;
+  }
+  return std::string(text.substr(0, end)) + "…";
+}
+
 std::string TerminalSafeLines(std::string_view text) {
   std::string out;
   for (size_t start = 0;;) {

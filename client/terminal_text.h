@@ -22,4 +22,11 @@ std::string TerminalSafe(std::string_view text);
 // lines, such as a spec's errors).
 std::string TerminalSafeLines(std::string_view text);
 
+// Columns `text` takes on a terminal: its UTF-8 code points ("×" is two
+// bytes, one column; the CLI writes no wide or combining characters).
+size_t DisplayWidth(std::string_view text);
+// `text` cut to at most `columns` columns at a code point boundary, its last
+// column "…" when cut.
+std::string FitToWidth(std::string_view text, size_t columns);
+
 }  // namespace accumulus::client

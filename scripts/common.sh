@@ -9,7 +9,8 @@ BUILD_DIR="${ACCUMULUS_BUILD_DIR:-$ROOT/build}"
 # ships ProcessGroupGloo.hpp, which includes them, but not them; gloo's code
 # is inside libtorch), Prometheus (the deploy tests scrape a running cluster
 # with it; promtool checks the metrics, the config and the alert rules),
-# openssl (development certificates: deploy/tls/make-dev-certs.sh),
+# openssl (development certificates: deploy/tls/make-dev-certs.sh), tmux
+# (the watch's live view is tested on a real terminal),
 # Python's venv (LibTorch comes from PyPI's torch, below) and clang with its
 # sanitizer runtimes (the thread-safety and sanitizer builds of the tests).
 # (kubectl, which renders deploy/k8s with its built-in kustomize, is no
@@ -21,7 +22,7 @@ PACKAGES=(
   libgloo-dev
   libspdlog-dev libcpp-httplib-dev libsqlite3-dev libcli11-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  prometheus python3-venv openssl
+  prometheus python3-venv openssl tmux
   clang libclang-rt-14-dev
 )
 

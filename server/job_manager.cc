@@ -73,10 +73,19 @@ StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& input, const std::string
 }
 
 StatusOr<v1::Job> JobManager::Get(const std::string& job_id) const {
-  MutexLock lock(&mutex_);
-  const JobRecord* record = jobs_.Find(job_id);
-  if (record == nullptr) return Status::NotFound("no job \"" + job_id + "\"");
-  return record->job;
+  v1::Job job;
+  std::shared_ptr<EventLog> log;
+  {
+    MutexLock lock(&mutex_);
+    const JobRecord* record = jobs_.Find(job_id);
+    if (record == nullptr) return Status::NotFound("no job \"" + job_id + "\"");
+    job = record->job;
+    log = record->log;
+  }
+  // Read after the job: every event it reflects is at most this one. The
+  // log's own lock is never taken under the manager's.
+  if (log != nullptr) job.set_last_event_sequence(log->last_sequence());
+  return job;
 }
 
 std::vector<v1::Job> JobManager::List() const {

@@ -5,6 +5,8 @@
 #include <httplib.h>
 #include <signal.h>
 
+#include <algorithm>
+#include <regex>
 #include <thread>
 
 #include "accumulus/v1/controller.pb.h"
@@ -154,6 +156,59 @@ TEST_F(ClusterTest, CancelStopsARunningJobAndFreesItsDevice) {
   EXPECT_EQ(again.exit_code, 1);
   EXPECT_NE(again.stderr_text.find("already ended cancelled"), std::string::npos)
       << again.stderr_text;
+}
+
+// One micro-batch per window on one device: the trainer says once that the
+// noise scale cannot be measured, a log line `accumulus logs` shows.
+constexpr char kUnaccumulatedJob[] = R"(
+name: e2e-logs
+model: {kind: mlp, hidden: [16]}
+data: {kind: synthetic, task: classification, samples: 64, features: 8, outputs: 3}
+micro_batch: 8
+accumulation_steps: 1
+optimizer: {kind: sgd, lr: 0.1}
+epochs: 1
+)";
+
+TEST_F(ClusterTest, LogsShowsAJobsLogLinesSoFarOrFollowsThemToTheEnd) {
+  const std::string id = Submit(kUnaccumulatedJob);
+  // --follow: every line until the job ends, then exit 0.
+  CliResult followed = cluster_.Cli({"logs", id, "--follow"});
+  ASSERT_EQ(followed.exit_code, 0) << followed.stderr_text;
+  const std::regex noise_line(
+      R"(^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ  attempt 1 rank 0  info: the gradient noise scale )"
+      R"(is not measured: .*)");
+  EXPECT_EQ(std::count_if(followed.lines.begin(), followed.lines.end(),
+                          [&](const std::string& l) { return std::regex_match(l, noise_line); }),
+            1)
+      << ::testing::PrintToString(followed.lines);
+  // Without: what is recorded, then exit at once (the job has ended here,
+  // but the call does not wait for an end either way).
+  CliResult recorded = cluster_.Cli({"logs", id});
+  ASSERT_EQ(recorded.exit_code, 0) << recorded.stderr_text;
+  EXPECT_EQ(recorded.lines, followed.lines);
+  CliResult json = cluster_.Cli({"-o", "json", "logs", id});
+  ASSERT_EQ(json.lines.size(), followed.lines.size());
+  for (const std::string& line : json.lines) EXPECT_TRUE(FromJson<v1::JobEvent>(line).has_log());
+
+  CliResult unknown = cluster_.Cli({"logs", "job-doesnotexist"});
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_NE(unknown.stderr_text.find("no job"), std::string::npos) << unknown.stderr_text;
+}
+
+TEST_F(ClusterTest, LogsOfARunningJobEndWithWhatWasRecordedWhenAsked) {
+  const std::string id = Submit(kLongJob);
+  std::unique_ptr<Subprocess> watch = cluster_.StartCli({"-o", "json", "watch", id});
+  ASSERT_TRUE(
+      ReadUntil(watch.get(), [](const v1::JobEvent& e) { return e.has_step(); }).has_step());
+  // The job runs on (about 100k steps); logs returns with what it had.
+  CliResult recorded = cluster_.Cli({"logs", id});
+  EXPECT_EQ(recorded.exit_code, 0) << recorded.stderr_text;
+  EXPECT_EQ(GetJob(cluster_, id).state(), v1::JOB_STATE_RUNNING);
+  CliResult cancel = cluster_.Cli({"cancel", id});
+  EXPECT_EQ(cancel.exit_code, 0) << cancel.stderr_text;
+  ReadToEnd(watch.get());
+  watch->Wait();
 }
 
 TEST_F(ClusterTest, ATrainerCrashFailsItsJobButNotTheWorker) {

@@ -408,6 +408,8 @@ TEST_F(JobManagerTest, EventsGetConsecutiveSequenceNumbers) {
     EXPECT_EQ(event.job_id(), id);
   }
   EXPECT_EQ(jobs_.Get(id)->steps_done(), 2);
+  // A client that wants what has happened so far watches up to this.
+  EXPECT_EQ(jobs_.Get(id)->last_event_sequence(), 4);
 }
 
 v1::JobSpec Devices(int n) {

@@ -156,16 +156,19 @@ TEST(Render, LogLinesStartWithTheirLevel) {
   EXPECT_EQ(EventLine(event), "error: checkpoint after step 3");
 }
 
-TEST(Render, TheProgressBarStaysInItsWidth) {
-  for (const auto& [done, total] :
-       std::vector<std::pair<int64_t, int64_t>>{{0, 40}, {18, 40}, {40, 40}, {50, 40}, {3, 0}}) {
-    const std::string bar = ProgressBar(done, total, 20);
-    ASSERT_EQ(bar.find(']'), 21u) << bar;
-    const size_t filled = static_cast<size_t>(std::count(bar.begin(), bar.end(), '#'));
-    const int64_t expected = total > 0 ? std::min<int64_t>(20, done * 20 / total) : 0;
-    EXPECT_EQ(filled, static_cast<size_t>(expected)) << bar;
-  }
-  EXPECT_NE(ProgressBar(18, 40, 20).find(" 45%  18/40"), std::string::npos);
+TEST(Render, ALogLineSaysWhenAndWhoseItIs) {
+  v1::JobEvent event;
+  event.mutable_time()->set_seconds(1796398201);  // 2026-12-04T15:30:01Z
+  event.mutable_log()->set_level(v1::LogMessage::LEVEL_WARNING);
+  event.mutable_log()->set_text("data\x1b[2J set");
+  event.set_attempt(2);
+  event.set_rank(1);
+  event.set_rank_sequence(7);
+  EXPECT_EQ(LogLine(event), "2026-12-04T15:30:01Z  attempt 2 rank 1  warning: data\\x1B[2J set");
+  event.set_rank_sequence(0);  // the worker daemon's, for the attempt
+  EXPECT_EQ(LogLine(event), "2026-12-04T15:30:01Z  attempt 2  warning: data\\x1B[2J set");
+  event.set_attempt(0);
+  EXPECT_EQ(LogLine(event), "2026-12-04T15:30:01Z  controller  warning: data\\x1B[2J set");
 }
 
 TEST(Render, AnErrorWithSeveralViolationsListsOnePerLine) {

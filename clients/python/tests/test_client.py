@@ -217,6 +217,22 @@ def test_steps_are_rows_one_per_step(cluster):
     assert rows[0]["attempt"] == 1
 
 
+def test_steps_of_a_running_job_are_those_done_when_asked(cluster):
+    with cluster.client() as c:
+        job = c.submit(LONG)
+        seen = 0
+        for event in c.watch(job.id):
+            seen += event.WhichOneof("kind") == "step"
+            if seen == 3:
+                break
+        rows = c.steps(job.id)  # returns while the job runs on
+        assert c.get(job.id).state == job_pb2.JOB_STATE_RUNNING
+        assert len(rows) >= 3
+        assert [r["step"] for r in rows] == list(range(1, len(rows) + 1))
+        c.cancel(job.id)
+        c.wait(job.id)
+
+
 def test_steps_frame_is_a_dataframe_indexed_by_step(cluster):
     pandas = pytest.importorskip("pandas")
     with cluster.client() as c:

@@ -242,19 +242,17 @@ class Client:
         ``noise_gradient_sq_norm``, ...; ``attempt`` and ``time``), one per
         step in step order. A step run again by a later attempt (a
         resume from a checkpoint) is the later attempt's."""
-        job = self.get(job_id)
-        finished = job.state in TERMINAL_STATES
-        if not finished and job.steps_done == 0:
-            return []
+        # What the job had done when asked, not what comes.
+        last = self.get(job_id).last_event_sequence
         by_step: Dict[int, Dict[str, Any]] = {}
+        if last == 0:
+            return []
         events = self.watch(job_id)
         try:
             for event in events:
-                if event.WhichOneof("kind") != "step" or event.stale:
-                    continue
-                by_step[event.step.step] = _step_row(event)
-                # A running job: what it had done when asked, not what comes.
-                if not finished and event.step.step >= job.steps_done:
+                if event.WhichOneof("kind") == "step" and not event.stale:
+                    by_step[event.step.step] = _step_row(event)
+                if event.sequence >= last:
                     break
         finally:
             events.close()
