@@ -131,6 +131,14 @@ def test_each_error_class(cluster, tmp_path):
     with cluster.client(token="") as anonymous:
         with pytest.raises(accumulus.UnauthenticatedError):
             anonymous.workers()
+    with cluster.client() as c:
+        # Bigger than any request the controller takes.
+        huge = dict(SMALL, labels={f"k{i}": "v" * 200 for i in range(40000)})
+        with pytest.raises(accumulus.ResourceExhaustedError):
+            c.submit(huge)
+    with cluster.client(timeout=1e-6, retry_timeout=0) as hasty:
+        with pytest.raises(accumulus.DeadlineExceededError):
+            hasty.workers()
 
 
 def test_a_retried_submit_with_one_request_id_makes_one_job(cluster):
