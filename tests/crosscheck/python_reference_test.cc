@@ -90,6 +90,37 @@ class PythonReferenceTest : public ::testing::Test {
     Write(dir_ + "/noise.pt", torch::pickle_save(c10::IValue(tensors)));
   }
 
+  // The weights Train will start from (same seed, same order), for Python.
+  void ExportInitialWeights(const TrainConfig& c) {
+    std::unique_ptr<Dataset> data = *MakeDataset(c.data);
+    torch::manual_seed(c.seed);
+    std::unique_ptr<Model> initial = *BuildModel(c.model, data->shape());
+    ASSERT_TRUE(initial->Save(dir_ + "/initial.pt").ok());
+  }
+
+  // A small charlm on documents of 2 to 20 tokens, windows of 16 documents
+  // (4 × 4), normalized by the window's tokens.
+  TrainConfig RaggedCharLm(int64_t documents) const {
+    TrainConfig c;
+    c.model.kind = "charlm";
+    c.model.d_model = 32;
+    c.model.heads = 4;
+    c.model.layers = 1;
+    c.data.task = "language_modeling";
+    c.data.samples = documents;
+    c.data.sequence_length = 20;
+    c.data.min_sequence_length = 2;
+    c.data.seed = 6;
+    c.optimizer.lr = 0.1;
+    c.optimizer.momentum = 0.9;
+    c.micro_batch = 4;
+    c.accumulation_steps = 4;
+    c.epochs = 1;
+    c.seed = 4;
+    c.output_path = dir_ + "/trained.pt";
+    return c;
+  }
+
   static void Write(const std::string& path, const std::vector<char>& bytes) {
     std::ofstream(path, std::ios::binary)
         .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
@@ -134,30 +165,9 @@ TEST_F(PythonReferenceTest, TorchScriptMlpExportedFromPython) {
 }
 
 TEST_F(PythonReferenceTest, CharLmOnRaggedDocumentsWithTokenNormalization) {
-  TrainConfig c;
-  c.model.kind = "charlm";
-  c.model.d_model = 32;
-  c.model.heads = 4;
-  c.model.layers = 1;
-  c.data.task = "language_modeling";
-  c.data.samples = 48;
-  c.data.sequence_length = 20;
-  c.data.min_sequence_length = 2;
-  c.data.seed = 6;
-  c.optimizer.lr = 0.1;
-  c.optimizer.momentum = 0.9;
-  c.micro_batch = 4;
-  c.accumulation_steps = 4;  // windows of 16 documents, 3 steps
-  c.epochs = 1;
-  c.seed = 4;
-  c.output_path = dir_ + "/trained.pt";
+  const TrainConfig c = RaggedCharLm(48);  // 3 steps
   ExportDataAndWindows(c);
-  {  // The initial weights Train will start from (same seed, same order).
-    std::unique_ptr<Dataset> data = *MakeDataset(c.data);
-    torch::manual_seed(c.seed);
-    std::unique_ptr<Model> initial = *BuildModel(c.model, data->shape());
-    ASSERT_TRUE(initial->Save(dir_ + "/initial.pt").ok());
-  }
+  ExportInitialWeights(c);
   Quiet sink;
   ASSERT_TRUE(Train(c, &sink).ok());
 
@@ -175,31 +185,10 @@ TEST_F(PythonReferenceTest, CharLmOnRaggedDocumentsWithTokenNormalization) {
 // The noise measurement of every window, in tokens, against the same
 // estimator written in Python on the same micro-batches and weights.
 TEST_F(PythonReferenceTest, TheNoiseScaleOfEachWindowMatchesAnIndependentImplementation) {
-  TrainConfig c;
-  c.model.kind = "charlm";
-  c.model.d_model = 32;
-  c.model.heads = 4;
-  c.model.layers = 1;
-  c.data.task = "language_modeling";
-  c.data.samples = 96;
-  c.data.sequence_length = 20;
-  c.data.min_sequence_length = 2;
-  c.data.seed = 6;
-  c.optimizer.lr = 0.1;
-  c.optimizer.momentum = 0.9;
-  c.micro_batch = 4;
-  c.accumulation_steps = 4;  // windows of 16 documents, 6 steps
-  c.epochs = 1;
-  c.seed = 4;
+  TrainConfig c = RaggedCharLm(96);  // 6 steps
   c.noise_scale_decay = 0.8;
-  c.output_path = dir_ + "/trained.pt";
   ExportDataAndWindows(c);
-  {
-    std::unique_ptr<Dataset> data = *MakeDataset(c.data);
-    torch::manual_seed(c.seed);
-    std::unique_ptr<Model> initial = *BuildModel(c.model, data->shape());
-    ASSERT_TRUE(initial->Save(dir_ + "/initial.pt").ok());
-  }
+  ExportInitialWeights(c);
   Quiet sink;
   ASSERT_TRUE(Train(c, &sink).ok());
   ASSERT_EQ(sink.steps.size(), 6u);

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "accumulus/v1/controller.pb.h"
+#include "tests/support/job_specs.h"
 #include "tests/support/proto_json.h"
 #include "tests/support/test_cluster.h"
 #include "worker/engine/thread_setup.h"
@@ -17,17 +18,6 @@
 
 namespace accumulus::testing {
 namespace {
-
-constexpr char kSmallJob[] = R"(
-name: e2e-small
-model: {kind: mlp, hidden: [16]}
-data: {kind: synthetic, task: classification, samples: 200, features: 8, outputs: 3}
-micro_batch: 8
-accumulation_steps: 4
-optimizer: {kind: sgd, lr: 0.1, momentum: 0.9}
-epochs: 2
-seed: 1
-)";
 
 // Long enough to be caught running: ~100k steps.
 constexpr char kLongJob[] = R"(

@@ -12,22 +12,12 @@
 
 #include "accumulus/v1/controller.pb.h"
 #include "client/terminal_text.h"
+#include "tests/support/job_specs.h"
 #include "tests/support/proto_json.h"
 #include "tests/support/test_cluster.h"
 
 namespace accumulus::testing {
 namespace {
-
-constexpr char kSmallJob[] = R"(
-name: e2e-terminal
-model: {kind: mlp, hidden: [16]}
-data: {kind: synthetic, task: classification, samples: 200, features: 8, outputs: 3}
-micro_batch: 8
-accumulation_steps: 4
-optimizer: {kind: sgd, lr: 0.1, momentum: 0.9}
-epochs: 2
-seed: 1
-)";
 
 // 'text' as one shell word.
 std::string Quoted(const std::string& text) {
