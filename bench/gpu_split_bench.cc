@@ -40,8 +40,8 @@ struct Measurement {
   int64_t window_peak_bytes = 0;
 };
 
-Measurement MeasureSplit(const std::string& kind, int64_t micro, Precision precision,
-                         bool noise, int windows) {
+Measurement MeasureSplit(const std::string& kind, int64_t micro, Precision precision, bool noise,
+                         int windows) {
   const torch::Device gpu(torch::kCUDA, 0);
   const TrainConfig c = ModelUnderTest(kind);
   Workload w = MakeWorkload(c, micro, gpu);
@@ -124,8 +124,8 @@ int Run(int windows, bool noise_cost) {
             "\"samples_per_second\": %.3f, \"window_peak_bytes\": %lld}\n",
             kind.c_str(), static_cast<long long>(micro),
             static_cast<long long>(kGlobalBatch / micro),
-            precision == Precision::kBf16 ? "bf16" : "fp32", gpus[0].name.c_str(),
-            TORCH_VERSION, m.samples_per_second, static_cast<long long>(m.window_peak_bytes));
+            precision == Precision::kBf16 ? "bf16" : "fp32", gpus[0].name.c_str(), TORCH_VERSION,
+            m.samples_per_second, static_cast<long long>(m.window_peak_bytes));
         std::fflush(stdout);
       }
     }

@@ -283,7 +283,9 @@ int RunCli(int argc, char** argv) {
                      "this submission's id: submitting again with it returns the same job "
                      "(default: a new one, reused when the call is retried)");
   submit->add_flag("-w,--watch", watch, "follow the job until it ends");
-  submit->add_option("--every", every, every_help)->check(CLI::PositiveNumber)->capture_default_str();
+  submit->add_option("--every", every, every_help)
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
 
   auto* watch_cmd = app.add_subcommand("watch", "follow a job's events until it ends");
   watch_cmd->add_option("job", job_id)->required();
@@ -310,7 +312,9 @@ int RunCli(int argc, char** argv) {
       "resume", "run a cancelled or failed job again from its newest checkpoint");
   resume->add_option("job", job_id)->required();
   resume->add_flag("-w,--watch", watch, "follow the job until it ends");
-  resume->add_option("--every", every, every_help)->check(CLI::PositiveNumber)->capture_default_str();
+  resume->add_option("--every", every, every_help)
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   auto* workers = app.add_subcommand("workers", "list workers, their devices and jobs");
 
   bool sweep = false;

@@ -51,8 +51,8 @@ TEST(Terminal, WatchInATmuxPaneLeavesFittedStepLinesEveryNAndTheEndAndNoStatusAr
   for (const std::string& arg : CliSecurityArgs()) watch += " " + Quoted(arg);
   watch += " watch " + id + " --every 5; echo exit=$?; " + tmux + " wait-for -S watched; sleep 600";
   const int columns = 72;
-  ASSERT_EQ(std::system((tmux + " new-session -d -s t -x " + std::to_string(columns) +
-                         " -y 40 " + Quoted(watch))
+  ASSERT_EQ(std::system((tmux + " new-session -d -s t -x " + std::to_string(columns) + " -y 40 " +
+                         Quoted(watch))
                             .c_str()),
             0);
   const int waited = std::system(("timeout 120 " + tmux + " wait-for watched").c_str());
@@ -74,8 +74,8 @@ TEST(Terminal, WatchInATmuxPaneLeavesFittedStepLinesEveryNAndTheEndAndNoStatusAr
     step_lines.push_back(line.substr(0, line.find(' ', 5)));
   }
   // 14 steps: the first, every 5th, the last.
-  EXPECT_EQ(step_lines, (std::vector<std::string>{"step 1/14", "step 5/14", "step 10/14",
-                                                  "step 14/14"}))
+  EXPECT_EQ(step_lines,
+            (std::vector<std::string>{"step 1/14", "step 5/14", "step 10/14", "step 14/14"}))
       << ::testing::PrintToString(screen);
   ASSERT_GE(screen.size(), 2u);
   EXPECT_EQ(screen.back(), "exit=0");

@@ -159,8 +159,9 @@ TEST(NoiseScale, TwoRanksOfKMeasureWhatOneRankOf2KMeasures) {
   EXPECT_NEAR(ranks[0].smoothed.noise_scale(), expected, 0.05 * expected);
   EXPECT_NEAR(alone.smoothed.noise_scale(), expected, 0.05 * expected);
   std::cout << "[ noise   ] 2 ranks × 8: " << ranks[0].smoothed.noise_scale() << " (standard error "
-            << SmoothedRelativeError(ranks[0]) * 100 << "%), 1 rank × 16: "
-            << alone.smoothed.noise_scale() << ", closed form " << expected << "\n";
+            << SmoothedRelativeError(ranks[0]) * 100
+            << "%), 1 rank × 16: " << alone.smoothed.noise_scale() << ", closed form " << expected
+            << "\n";
 }
 
 TEST(NoiseScale, OneMicroBatchOnOneRankIsNotMeasured) {

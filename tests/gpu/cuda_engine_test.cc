@@ -19,12 +19,12 @@
 #include "worker/engine/process_group_sync.h"
 #include "worker/engine/window_accumulator.h"
 
-#define REQUIRE_CUDA_DEVICES(n)                                                           \
-  do {                                                                                    \
-    if (static_cast<int>(torch::cuda::device_count()) < (n)) {                            \
-      GTEST_SKIP() << "needs " << (n) << " CUDA device(s), LibTorch sees "                \
-                   << static_cast<int>(torch::cuda::device_count());                      \
-    }                                                                                     \
+#define REQUIRE_CUDA_DEVICES(n)                                            \
+  do {                                                                     \
+    if (static_cast<int>(torch::cuda::device_count()) < (n)) {             \
+      GTEST_SKIP() << "needs " << (n) << " CUDA device(s), LibTorch sees " \
+                   << static_cast<int>(torch::cuda::device_count());       \
+    }                                                                      \
   } while (0)
 
 namespace accumulus::engine {
@@ -173,7 +173,8 @@ TEST(CudaGradientEquivalence, AJobOnTheGpuEndsWhereTheSameJobOnTheCpuEnds) {
     const NoiseReport& gpu = gpu_sink.steps[i].noise;
     ASSERT_EQ(gpu.measured, cpu.measured) << "step " << i + 1;
     if (!gpu.measured) continue;
-    EXPECT_NEAR(gpu.sample.small_sq_norm, cpu.sample.small_sq_norm, 1e-5 * cpu.sample.small_sq_norm);
+    EXPECT_NEAR(gpu.sample.small_sq_norm, cpu.sample.small_sq_norm,
+                1e-5 * cpu.sample.small_sq_norm);
     EXPECT_NEAR(gpu.sample.big_sq_norm, cpu.sample.big_sq_norm, 1e-5 * cpu.sample.big_sq_norm);
   }
 }

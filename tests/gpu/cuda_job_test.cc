@@ -2,8 +2,9 @@
 // GPUs, and the trainer on cuda:0, driven through the CLI. Skips where
 // LibTorch sees no CUDA device.
 #include <google/protobuf/util/json_util.h>
-#include <chrono>
 #include <gtest/gtest.h>
+
+#include <chrono>
 
 #include "accumulus/v1/controller.pb.h"
 #include "tests/support/proto_json.h"
@@ -32,8 +33,8 @@ TEST(CudaJob, RunsOnTheGpuAndReportsItsCudaMemory) {
   const std::string worker = cluster.StartWorker(/*cpu_slots=*/0);
   // The worker probes its GPUs (a CUDA context: about a second) before it
   // registers.
-  ASSERT_TRUE(
-      cluster.WaitForWorkers({worker}, std::chrono::steady_clock::now() + std::chrono::seconds(60)));
+  ASSERT_TRUE(cluster.WaitForWorkers({worker},
+                                     std::chrono::steady_clock::now() + std::chrono::seconds(60)));
 
   CliResult workers = cluster.Cli({"-o", "json", "workers"});
   ASSERT_EQ(workers.exit_code, 0) << workers.stderr_text;

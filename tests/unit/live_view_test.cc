@@ -100,8 +100,8 @@ v1::JobEvent Step(int64_t step, int64_t total, double seconds) {
   v1::JobEvent event;
   event.set_sequence(step + 2);
   event.mutable_time()->set_seconds(1000 + static_cast<int64_t>(seconds));
-  event.mutable_time()->set_nanos(static_cast<int32_t>((seconds - static_cast<int64_t>(seconds)) *
-                                                       1e9));
+  event.mutable_time()->set_nanos(
+      static_cast<int32_t>((seconds - static_cast<int64_t>(seconds)) * 1e9));
   v1::StepMetrics* m = event.mutable_step();
   m->set_step(step);
   m->set_steps_total(total);
@@ -149,8 +149,7 @@ TEST(LiveView, PrintsEveryNthStepAndTheLastUnderOneStatusAreaRedrawnInPlace) {
   EXPECT_EQ(StepLines(terminal.Screen()), (std::vector<int64_t>{1, 10, 20, 30, 40, 45}));
   // Two steps a second: 2.0 steps/s, and at the end nothing left to wait for.
   const std::vector<std::string> screen = terminal.Screen();
-  EXPECT_NE(screen[screen.size() - 2].find("100%  2.0 steps/s  2.5k samples/s"),
-            std::string::npos)
+  EXPECT_NE(screen[screen.size() - 2].find("100%  2.0 steps/s  2.5k samples/s"), std::string::npos)
       << screen[screen.size() - 2];
   EXPECT_EQ(screen.back(), "loss 0.0444  batch 512  peak 12.0 MiB");
 
@@ -168,15 +167,16 @@ TEST(LiveView, TheEtaFollowsTheRecentRate) {
   }
   const std::vector<std::string> screen = terminal.Screen();
   // 4 steps/s, 80 to go.
-  EXPECT_NE(screen[screen.size() - 2].find("20/100  20%  ETA 20s  4.0 steps/s"),
-            std::string::npos)
+  EXPECT_NE(screen[screen.size() - 2].find("20/100  20%  ETA 20s  4.0 steps/s"), std::string::npos)
       << screen[screen.size() - 2];
 }
 
 TEST(LiveView, AnyOtherEventIsPrintedWholeAfterTheStepItFollowed) {
   TerminalModel terminal(100);
   LiveView view(10, 45);
-  for (int64_t step = 1; step <= 13; ++step) terminal.Write(view.OnEvent(Step(step, 45, step), 100));
+  for (int64_t step = 1; step <= 13; ++step) {
+    terminal.Write(view.OnEvent(Step(step, 45, step), 100));
+  }
   terminal.Write(view.OnEvent(Warning("loss scale lowered to 1024"), 100));
   terminal.Write(view.OnEvent(Step(14, 45, 14), 100));
   terminal.Write(view.Finish(100));
@@ -225,7 +225,9 @@ TEST(LiveView, TheNoiseScaleIsShownWhereMeasured) {
 TEST(LiveView, AJobThatEndsEarlyShowsItsLastStepBeforeItsEnd) {
   TerminalModel terminal(100);
   LiveView view(10, 45);
-  for (int64_t step = 1; step <= 37; ++step) terminal.Write(view.OnEvent(Step(step, 45, step), 100));
+  for (int64_t step = 1; step <= 37; ++step) {
+    terminal.Write(view.OnEvent(Step(step, 45, step), 100));
+  }
   v1::JobEvent failed;
   failed.mutable_state()->set_state(v1::JOB_STATE_FAILED);
   failed.mutable_state()->set_reason("trainer crashed");

@@ -38,7 +38,8 @@ class CudaMemoryMeter final : public MemoryMeter {
   void ReleaseCachedBlocks() override { c10::cuda::CUDACachingAllocator::emptyCache(); }
 
  private:
-  static constexpr size_t kAggregate = static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE);
+  static constexpr size_t kAggregate =
+      static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE);
   c10::CachingDeviceAllocator::DeviceStats Stats() const {
     return c10::cuda::CUDACachingAllocator::getDeviceStats(device_);
   }
