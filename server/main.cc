@@ -85,6 +85,10 @@ int main(int argc, char** argv) {
     return accumulus::ReportCheckedConfig(accumulus::server::CheckControllerOptions(options));
   }
 
+  // Before any thread starts (the asynchronous logger's is the first): a
+  // thread that does not block SIGTERM could be handed it, and its default
+  // action would kill the process instead of stopping it gracefully.
+  accumulus::BlockTerminationSignals();
   logging.asynchronous = true;  // the job manager logs under its lock
   if (auto s = accumulus::SetUpLogging("controller", logging); !s.ok()) {
     std::cerr << s.message() << "\n";
@@ -101,7 +105,6 @@ int main(int argc, char** argv) {
   } else if (options.state_db == "memory") {
     options.state_db.clear();
   }
-  accumulus::BlockTerminationSignals();
   auto controller = accumulus::server::Controller::Start(options);
   if (!controller.ok()) {
     spdlog::error("{}", controller.status().message());

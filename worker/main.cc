@@ -102,13 +102,14 @@ int main(int argc, char** argv) {
     return accumulus::ReportCheckedConfig(accumulus::worker::CheckWorkerOptions(options));
   }
 
+  // Before any thread starts (see server/main.cc).
+  accumulus::BlockTerminationSignals();
   if (auto s = accumulus::SetUpLogging("worker", logging); !s.ok()) {
     std::cerr << s.message() << "\n";
     return 2;
   }
   // A trainer that dies mid-write must not take the daemon with it.
   signal(SIGPIPE, SIG_IGN);
-  accumulus::BlockTerminationSignals();
   auto daemon = accumulus::worker::WorkerDaemon::Start(options);
   if (!daemon.ok()) {
     spdlog::error("{}", daemon.status().message());

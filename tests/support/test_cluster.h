@@ -82,6 +82,8 @@ class TestCluster {
   std::string controller_address() const;
   // The controller's process id and its --data-dir.
   pid_t controller_pid() const { return controller_->pid(); }
+  // A worker's process id (`id` as StartWorker returned it).
+  pid_t worker_pid(const std::string& id) const { return WorkerProcess(id)->pid(); }
   std::string controller_data_dir() const { return dir_ + "/controller"; }
   int metrics_port() const { return metrics_port_; }
   const std::string& dir() const { return dir_; }
