@@ -17,6 +17,8 @@ const char* StatusCodeName(StatusCode code) {
       return "OK";
     case StatusCode::kCancelled:
       return "CANCELLED";
+    case StatusCode::kUnknown:
+      return "UNKNOWN";
     case StatusCode::kInvalidArgument:
       return "INVALID_ARGUMENT";
     case StatusCode::kDeadlineExceeded:
@@ -31,6 +33,10 @@ const char* StatusCodeName(StatusCode code) {
       return "RESOURCE_EXHAUSTED";
     case StatusCode::kFailedPrecondition:
       return "FAILED_PRECONDITION";
+    case StatusCode::kAborted:
+      return "ABORTED";
+    case StatusCode::kOutOfRange:
+      return "OUT_OF_RANGE";
     case StatusCode::kUnimplemented:
       return "UNIMPLEMENTED";
     case StatusCode::kInternal:

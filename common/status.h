@@ -13,9 +13,12 @@
 
 namespace accumulus {
 
+// gRPC's codes, by gRPC's numbers: a grpc::StatusCode converts by value
+// (common/grpc_status.h, the controller's call metrics).
 enum class StatusCode {
   kOk = 0,
   kCancelled = 1,
+  kUnknown = 2,
   kInvalidArgument = 3,
   kDeadlineExceeded = 4,
   kNotFound = 5,
@@ -23,6 +26,8 @@ enum class StatusCode {
   kPermissionDenied = 7,
   kResourceExhausted = 8,
   kFailedPrecondition = 9,
+  kAborted = 10,
+  kOutOfRange = 11,
   kUnimplemented = 12,
   kInternal = 13,
   kUnavailable = 14,

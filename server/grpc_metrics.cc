@@ -3,6 +3,8 @@
 #include <chrono>
 #include <string>
 
+#include "common/status.h"
+
 namespace accumulus::server {
 namespace {
 
@@ -32,7 +34,9 @@ class CallMetrics final : public grpc::experimental::Interceptor {
  private:
   void Count(grpc::StatusCode code) {
     counted_ = true;
-    metrics_->grpc_requests->WithLabels({method_, GrpcCodeName(code)})->Increment();
+    // StatusCode numbers its codes as gRPC does.
+    metrics_->grpc_requests->WithLabels({method_, StatusCodeName(static_cast<StatusCode>(code))})
+        ->Increment();
     if (unary_) {
       metrics_->grpc_request_seconds->WithLabels({method_})->Observe(
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
@@ -64,47 +68,6 @@ class CallMetricsFactory final : public grpc::experimental::ServerInterceptorFac
 std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> GrpcMetricsInterceptor(
     ControllerMetrics* metrics) {
   return std::make_unique<CallMetricsFactory>(metrics);
-}
-
-const char* GrpcCodeName(grpc::StatusCode code) {
-  switch (code) {
-    case grpc::StatusCode::OK:
-      return "OK";
-    case grpc::StatusCode::CANCELLED:
-      return "CANCELLED";
-    case grpc::StatusCode::UNKNOWN:
-      return "UNKNOWN";
-    case grpc::StatusCode::INVALID_ARGUMENT:
-      return "INVALID_ARGUMENT";
-    case grpc::StatusCode::DEADLINE_EXCEEDED:
-      return "DEADLINE_EXCEEDED";
-    case grpc::StatusCode::NOT_FOUND:
-      return "NOT_FOUND";
-    case grpc::StatusCode::ALREADY_EXISTS:
-      return "ALREADY_EXISTS";
-    case grpc::StatusCode::PERMISSION_DENIED:
-      return "PERMISSION_DENIED";
-    case grpc::StatusCode::RESOURCE_EXHAUSTED:
-      return "RESOURCE_EXHAUSTED";
-    case grpc::StatusCode::FAILED_PRECONDITION:
-      return "FAILED_PRECONDITION";
-    case grpc::StatusCode::ABORTED:
-      return "ABORTED";
-    case grpc::StatusCode::OUT_OF_RANGE:
-      return "OUT_OF_RANGE";
-    case grpc::StatusCode::UNIMPLEMENTED:
-      return "UNIMPLEMENTED";
-    case grpc::StatusCode::INTERNAL:
-      return "INTERNAL";
-    case grpc::StatusCode::UNAVAILABLE:
-      return "UNAVAILABLE";
-    case grpc::StatusCode::DATA_LOSS:
-      return "DATA_LOSS";
-    case grpc::StatusCode::UNAUTHENTICATED:
-      return "UNAUTHENTICATED";
-    default:
-      return "UNKNOWN";
-  }
 }
 
 }  // namespace accumulus::server

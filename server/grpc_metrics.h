@@ -16,7 +16,4 @@ namespace accumulus::server {
 std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> GrpcMetricsInterceptor(
     ControllerMetrics* metrics);
 
-// "OK", "INVALID_ARGUMENT", ...: the code's name as gRPC's docs spell it.
-const char* GrpcCodeName(grpc::StatusCode code);
-
 }  // namespace accumulus::server

@@ -3,10 +3,45 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "accumulus/v1/error_details.pb.h"
 
 namespace accumulus {
 namespace {
+
+// Every gRPC code keeps its number and has its name, as gRPC's docs spell it
+// (the label of accumulus_grpc_requests_total).
+TEST(GrpcStatus, EveryCodeConvertsByNumberWithItsName) {
+  const std::vector<std::pair<grpc::StatusCode, std::string>> codes = {
+      {grpc::StatusCode::OK, "OK"},
+      {grpc::StatusCode::CANCELLED, "CANCELLED"},
+      {grpc::StatusCode::UNKNOWN, "UNKNOWN"},
+      {grpc::StatusCode::INVALID_ARGUMENT, "INVALID_ARGUMENT"},
+      {grpc::StatusCode::DEADLINE_EXCEEDED, "DEADLINE_EXCEEDED"},
+      {grpc::StatusCode::NOT_FOUND, "NOT_FOUND"},
+      {grpc::StatusCode::ALREADY_EXISTS, "ALREADY_EXISTS"},
+      {grpc::StatusCode::PERMISSION_DENIED, "PERMISSION_DENIED"},
+      {grpc::StatusCode::RESOURCE_EXHAUSTED, "RESOURCE_EXHAUSTED"},
+      {grpc::StatusCode::FAILED_PRECONDITION, "FAILED_PRECONDITION"},
+      {grpc::StatusCode::ABORTED, "ABORTED"},
+      {grpc::StatusCode::OUT_OF_RANGE, "OUT_OF_RANGE"},
+      {grpc::StatusCode::UNIMPLEMENTED, "UNIMPLEMENTED"},
+      {grpc::StatusCode::INTERNAL, "INTERNAL"},
+      {grpc::StatusCode::UNAVAILABLE, "UNAVAILABLE"},
+      {grpc::StatusCode::DATA_LOSS, "DATA_LOSS"},
+      {grpc::StatusCode::UNAUTHENTICATED, "UNAUTHENTICATED"}};
+  for (const auto& [code, name] : codes) {
+    EXPECT_EQ(StatusCodeName(static_cast<StatusCode>(code)), name);
+    const Status status = FromGrpcStatus(grpc::Status(code, "why"));
+    EXPECT_EQ(static_cast<int>(status.code()), static_cast<int>(code)) << name;
+    if (code != grpc::StatusCode::OK) {
+      EXPECT_EQ(ToGrpcStatus(status).error_code(), code) << name;
+    }
+  }
+}
 
 TEST(GrpcStatus, FieldViolationsTravelAsABadRequestDetail) {
   const Status status =
