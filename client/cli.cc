@@ -81,14 +81,16 @@ int TerminalWidth() {
   return parsed > 0 ? parsed : 80;
 }
 
-// Follows a job's events from `after`, reconnecting after a dropped
+// Follows a job's events from its first, reconnecting after a dropped
 // connection or a controller restart from the last event seen, so nothing
 // is shown twice or missed (the controller keeps every event). The call
 // waits until the controller is reachable again. CANCELLED too: this client
 // cancels its stream only by returning false, so otherwise the controller
-// did (a call that reached it while it was stopping).
+// did (a call that reached it while it was stopping). `say` tells the user
+// of each reconnection.
 Status Follow(ControllerClient& client, const std::string& job_id,
-              const std::function<bool(const v1::JobEvent&)>& on_event) {
+              const std::function<bool(const v1::JobEvent&)>& on_event,
+              const std::function<void(const std::string&)>& say) {
   int64_t last_sequence = 0;
   auto tracked = [&](const v1::JobEvent& event) {
     last_sequence = event.sequence();
@@ -96,12 +98,14 @@ Status Follow(ControllerClient& client, const std::string& job_id,
   };
   Status status = client.Watch(job_id, last_sequence, tracked);
   while (status.code() == StatusCode::kUnavailable || status.code() == StatusCode::kCancelled) {
-    std::cerr << "lost the controller (" << status.message() << "); reconnecting after event "
-              << last_sequence << "...\n";
+    say("lost the controller (" + status.message() + "); reconnecting after event " +
+        std::to_string(last_sequence) + "...");
     status = client.Watch(job_id, last_sequence, tracked);
   }
   return status;
 }
+
+void SayOnStderr(const std::string& line) { std::cerr << line << "\n"; }
 
 // Prints a job's events until it ends; the exit code says how it ended.
 // On a terminal, a status area under step lines every `every` steps.
@@ -130,7 +134,12 @@ int Watch(ControllerClient& client, const GlobalFlags& flags, const std::string&
     std::cout << std::flush;
     return true;
   };
-  Status status = Follow(client, job_id, on_event);
+  // On a terminal, the CLI's own lines go above the status area too.
+  auto say = [&](const std::string& line) {
+    if (!live) return SayOnStderr(line);
+    std::cout << view.OnNote(line, TerminalWidth()) << std::flush;
+  };
+  Status status = Follow(client, job_id, on_event, say);
   if (live) std::cout << view.Finish(TerminalWidth()) << std::flush;
   if (!status.ok()) return Fail(status);
   if (final_state == v1::JOB_STATE_SUCCEEDED) return 0;
@@ -154,7 +163,7 @@ int Logs(ControllerClient& client, const GlobalFlags& flags, const std::string& 
     }
     return follow || event.sequence() < last;
   };
-  Status status = Follow(client, job_id, on_event);
+  Status status = Follow(client, job_id, on_event, SayOnStderr);
   return status.ok() ? 0 : Fail(status);
 }
 

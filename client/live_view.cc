@@ -61,27 +61,29 @@ LiveView::LiveView(int64_t every, int64_t steps_total)
     : every_(std::max<int64_t>(every, 1)), steps_total_(steps_total) {}
 
 std::string LiveView::OnEvent(const v1::JobEvent& event, int width) {
+  // Anything but a step is news: printed whole.
+  if (!event.has_step()) return OnNote(EventLine(event), width);
   std::string out = Erase();
-  if (event.has_step()) {
-    // A superseded attempt's step is no progress (the piped view shows it).
-    if (!event.stale()) {
-      const v1::StepMetrics& m = event.step();
-      latest_step_ = event;
-      have_step_ = true;
-      step_printed_ = false;
-      if (m.steps_total() > 0) steps_total_ = m.steps_total();
-      recent_.emplace_back(Seconds(event.time()), m.step());
-      while (recent_.size() > kRateSteps) recent_.pop_front();
-      if (m.step() == 1 || m.step() % every_ == 0 || m.step() == steps_total_) {
-        out += PendingStepLine(width);
-      }
+  // A superseded attempt's step is no progress (the piped view shows it).
+  if (!event.stale()) {
+    const v1::StepMetrics& m = event.step();
+    latest_step_ = event;
+    have_step_ = true;
+    step_printed_ = false;
+    if (m.steps_total() > 0) steps_total_ = m.steps_total();
+    recent_.emplace_back(Seconds(event.time()), m.step());
+    while (recent_.size() > kRateSteps) recent_.pop_front();
+    if (m.step() == 1 || m.step() % every_ == 0 || m.step() == steps_total_) {
+      out += PendingStepLine(width);
     }
-  } else {
-    // Anything else is news: printed whole, after the step it followed.
-    out += PendingStepLine(width);
-    out += EventLine(event) + "\n";
   }
   return out + StatusArea(width);
+}
+
+std::string LiveView::OnNote(const std::string& line, int width) {
+  std::string out = Erase();
+  out += PendingStepLine(width);  // the step it followed
+  return out + line + "\n" + StatusArea(width);
 }
 
 std::string LiveView::Finish(int width) {

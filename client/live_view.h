@@ -31,6 +31,9 @@ class LiveView {
 
   // What to write for `event` on a terminal `width` columns wide.
   std::string OnEvent(const v1::JobEvent& event, int width);
+  // What to write for a line of the CLI's own (a lost connection): above
+  // the status area, after the step it followed, as an event's.
+  std::string OnNote(const std::string& line, int width);
   // What to write when the watch ends: the last step's line if it was not
   // printed, and the status area erased.
   std::string Finish(int width);

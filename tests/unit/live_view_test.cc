@@ -187,6 +187,22 @@ TEST(LiveView, AnyOtherEventIsPrintedWholeAfterTheStepItFollowed) {
   EXPECT_EQ(screen[3], "warning: loss scale lowered to 1024");
 }
 
+TEST(LiveView, TheClisOwnLinesGoAboveTheStatusAreaLikeEvents) {
+  TerminalModel terminal(100);
+  LiveView view(10, 45);
+  for (int64_t step = 1; step <= 3; ++step) {
+    terminal.Write(view.OnEvent(Step(step, 45, step), 100));
+  }
+  terminal.Write(
+      view.OnNote("lost the controller (restarting); reconnecting after event 5...", 100));
+  const std::vector<std::string> screen = terminal.Screen();
+  ASSERT_EQ(screen.size(), 5u);
+  EXPECT_EQ(StepLines(screen), (std::vector<int64_t>{1, 3}));
+  EXPECT_EQ(screen[2], "lost the controller (restarting); reconnecting after event 5...");
+  EXPECT_EQ(screen[3].front(), '[');
+  EXPECT_EQ(terminal.wraps(), 0);
+}
+
 TEST(LiveView, ANarrowTerminalGetsFittedLinesAndNothingWraps) {
   for (size_t width : {20u, 40u, 80u}) {
     TerminalModel terminal(width);
