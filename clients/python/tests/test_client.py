@@ -261,6 +261,12 @@ def test_tls_is_checked_against_the_ca_and_plaintext_only_when_asked(cluster, tm
     with cluster.client(ca_file=str(other / "ca.pem"), retry_timeout=0) as wrong_ca:
         with pytest.raises(accumulus.UnavailableError):
             wrong_ca.workers()
+    # The certificate names localhost and 127.0.0.1; another name is checked.
+    with cluster.client(server_name="localhost") as named:
+        assert named.workers()
+    with cluster.client(server_name="controller.example", retry_timeout=0) as misnamed:
+        with pytest.raises(accumulus.UnavailableError):
+            misnamed.workers()
     with cluster.client(insecure=True, retry_timeout=0) as plaintext:
         with pytest.raises(accumulus.UnavailableError):
             plaintext.workers()

@@ -85,6 +85,9 @@ class Client:
             ``127.0.0.1:7600``.
         ca_file: PEM file of the CA that signed the controller's certificate;
             default ``$ACCUMULUS_CA_FILE``, else the system's roots.
+        server_name: the name to check the controller's certificate against
+            (the CLI's ``--tls-server-name``), for an address that is not
+            one of the certificate's names, such as a port-forward.
         token: the bearer token; default the contents of ``token_file``,
             ``$ACCUMULUS_TOKEN_FILE``, or ``$ACCUMULUS_TOKEN``.
         insecure: plaintext, for a controller that serves no TLS. Only when
@@ -97,8 +100,9 @@ class Client:
     """
 
     def __init__(self, address: Optional[str] = None, *, ca_file: Optional[str] = None,
-                 token: Optional[str] = None, token_file: Optional[str] = None,
-                 insecure: bool = False, timeout: float = 30.0, retry_timeout: float = 60.0):
+                 server_name: Optional[str] = None, token: Optional[str] = None,
+                 token_file: Optional[str] = None, insecure: bool = False,
+                 timeout: float = 30.0, retry_timeout: float = 60.0):
         self.address = address or os.environ.get("ACCUMULUS_CONTROLLER") or DEFAULT_ADDRESS
         if token is None:
             token_file = token_file or os.environ.get("ACCUMULUS_TOKEN_FILE")
@@ -119,6 +123,8 @@ class Client:
                 with open(ca_file, "rb") as f:
                     roots = f.read()
             credentials = grpc.ssl_channel_credentials(root_certificates=roots)
+            if server_name:
+                options.append(("grpc.ssl_target_name_override", server_name))
             self._channel = grpc.secure_channel(self.address, credentials, options=options)
         self._stub = controller_pb2_grpc.ControllerStub(self._channel)
 
