@@ -24,6 +24,23 @@ TEST(AdaptiveBatchRule, TheBoundsAreTheAccumulationsThatFitThem) {
   EXPECT_EQ(AdaptiveBatchRule(Config(40, 300), 1).accumulation(), 3);  // clamped in
 }
 
+// An average |G|² barely above zero makes the estimate enormous: the batch
+// grows (to the bound, 2× at a time), never wraps around to the minimum.
+TEST(AdaptiveBatchRule, AnEnormousNoiseScaleGrowsTheBatch) {
+  AdaptiveBatchRule rule(Config(16, 4096), 8);
+  for (const double huge : {1e18, 1e30, 1e300}) {
+    const AdaptiveBatchRule::Decision d =
+        rule.After(10 * (rule.state().last_change_step / 10 + 1), huge);
+    EXPECT_GE(d.accumulation, 8) << huge;
+    EXPECT_LE(d.accumulation, rule.max_accumulation()) << huge;
+  }
+  AdaptiveBatchRule fresh(Config(16, 4096), 8);
+  const AdaptiveBatchRule::Decision d = fresh.After(10, 1e300);
+  ASSERT_TRUE(d.changed);
+  EXPECT_EQ(d.accumulation, 16);
+  EXPECT_EQ(d.reason, "the noise scale is 1e+300: global batch 128 -> 256");
+}
+
 TEST(AdaptiveBatchRule, WaitsAnIntervalAndMovesAtMostTwofold) {
   AdaptiveBatchRule rule(Config(16, 4096), 2);  // global 32
   for (int64_t step = 1; step < 10; ++step) {
