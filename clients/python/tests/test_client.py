@@ -184,6 +184,15 @@ def test_a_spec_the_client_cannot_read_names_the_file_the_line_and_the_field(tmp
     path.write_text("name: x\nmicro_batch: [1\n")
     with pytest.raises(accumulus.SpecError, match=r"bad.yaml: line 3, column 1"):
         accumulus.load_spec(path)
+    path.write_text("name: x\nseed: 1\nmodel: {kind: mlp}\nseed: 2\n")
+    with pytest.raises(accumulus.SpecError,
+                       match=r"bad.yaml: line 4, column 1: seed is given twice \(first on line 2\)"):
+        accumulus.load_spec(path)
+    # As the CLI reads YAML: yes and no are text, true and false booleans.
+    path.write_text("name: yes\nlabels: {on: off}\nmodel: {activation_checkpointing: true}\n")
+    spec = accumulus.load_spec(path)
+    assert (spec.name, dict(spec.labels)) == ("yes", {"on": "off"})
+    assert spec.model.activation_checkpointing
     with pytest.raises(accumulus.SpecError, match=r"optimizer.lr nan is not a finite number"):
         accumulus.load_spec({"optimizer": {"lr": float("nan")}})
     with pytest.raises(accumulus.SpecError, match=r"micro_batch 2.5 is not a whole number"):

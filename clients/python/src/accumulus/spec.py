@@ -29,6 +29,34 @@ SpecSource = Union[job_pb2.JobSpec, Mapping[str, Any], str, "os.PathLike[str]"]
 _FD = _descriptor.FieldDescriptor
 
 
+class _SpecLoader(yaml.SafeLoader):
+    """YAML as the CLI reads a spec: `true` and `false` are the only booleans
+    (YAML 1.1's yes, no, on and off stay text, so `name: yes` is "yes"), and
+    a key given twice in one mapping is an error, not a silent overwrite."""
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            first = {}
+            for key_node, _ in node.value:
+                key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
+                if key is None:
+                    continue
+                if key in first:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"{key} is given twice (first on line {first[key]})",
+                        key_node.start_mark)
+                first[key] = key_node.start_mark.line + 1
+        return super().construct_mapping(node, deep=deep)
+
+
+_SpecLoader.yaml_implicit_resolvers = {
+    first: [(tag, pattern) for tag, pattern in resolvers if tag != "tag:yaml.org,2002:bool"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_SpecLoader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|false)$"),
+                                  list("tf"))
+
+
 def is_repeated(field: _descriptor.FieldDescriptor) -> bool:
     """protobuf 6.33 deprecates `label` for the `is_repeated` property."""
     flag = getattr(field, "is_repeated", None)
@@ -170,7 +198,7 @@ def spec_from_dict(spec: Mapping[str, Any], source: str = "the spec") -> job_pb2
 def _line_of(text: str, field: str):
     """The 1-based line of `field` (a.b[2].c) in the YAML text, if found."""
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        node = yaml.compose(text, Loader=_SpecLoader)
     except yaml.YAMLError:
         return None
     line = None
@@ -206,7 +234,7 @@ def load_spec(source: SpecSource) -> job_pb2.JobSpec:
         except OSError as e:
             raise SpecError(f"cannot read job spec {path}: {e.strerror}") from None
         try:
-            loaded = yaml.safe_load(text)
+            loaded = yaml.load(text, Loader=_SpecLoader)
         except yaml.MarkedYAMLError as e:
             mark = e.problem_mark or e.context_mark
             where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
