@@ -591,7 +591,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         ArgsCase{"UnknownCommand",
                  {"sumbit", "x.yaml"},
-                 {"error: \"sumbit\" is not a command (one of submit, watch, get, list"}},
+                 {"error: \"sumbit\" is not a command (one of submit, watch, logs, get, list"}},
         ArgsCase{"UnknownState",
                  {"list", "--state", "runing"},
                  {"--state \"runing\" is not a job state (one of queued, starting, running"}},
