@@ -59,12 +59,14 @@ class _Backoff:
     """Exponential backoff with jitter within a time budget."""
 
     def __init__(self, budget_seconds: float, first: float = 0.1, most: float = 5.0):
-        self.deadline = time.monotonic() + budget_seconds
-        self.delay = first
+        self.budget = budget_seconds
         self.first = first
         self.most = most
+        self.reset()
 
     def reset(self) -> None:
+        """A fresh budget and first delay (after a success)."""
+        self.deadline = time.monotonic() + self.budget
         self.delay = self.first
 
     def wait(self) -> bool:
@@ -226,7 +228,7 @@ class Client:
                         raise errors.WatchGapError(
                             f"job {job_id}: event {event.sequence} follows event {last}")
                     last = event.sequence
-                    backoff = _Backoff(self.retry_timeout)
+                    backoff.reset()
                     yield event
                 return
             except grpc.RpcError as e:
