@@ -4,6 +4,10 @@ same GPU, per model, precision and split, with each loop's window peak.
 
   gpu_report.py ENGINE.jsonl PYTHON.jsonl [NOISE.jsonl] > gpu-bench.md
 
+The engine runs as a job does, micro-batches replayed as CUDA graphs once
+warmed up; "eager" is the same loop with graphs off (older results have no
+such rows).
+
 Targets (issue 13): at micro-batch <= 16 the engine at >= 1.3x the Python
 loop (small micro-batches are launch-bound, which a C++ loop removes); at
 256x1 >= 1.0x. The engine's rows measure the gradient noise scale, as a
@@ -15,15 +19,16 @@ import json
 import sys
 
 
-def load(path):
-    """{(model, precision, micro): row}"""
+def load(path, peer=None):
+    """{(model, precision, micro): row} of `peer`'s rows (None: every row)"""
     rows = {}
     with open(path) as f:
         for line in f:
             line = line.strip()
             if line.startswith("{"):
                 r = json.loads(line)
-                rows[(r["model"], r["precision"], r["micro"])] = r
+                if peer is None or r.get("peer") == peer:
+                    rows[(r["model"], r["precision"], r["micro"])] = r
     return rows
 
 
@@ -38,28 +43,34 @@ def target(micro):
 
 
 def main():
-    engine, python = load(sys.argv[1]), load(sys.argv[2])
+    engine, eager = load(sys.argv[1], "engine"), load(sys.argv[1], "engine-eager")
+    python = load(sys.argv[2])
     noise = load(sys.argv[3]) if len(sys.argv) > 3 else {}
     gpu = next(iter(engine.values()), {}).get("gpu", "unknown GPU")
     print(f"# GPU bench: {gpu}, torch {next(iter(engine.values()), {}).get('torch', '?')}\n")
-    print("| model | precision | split | engine samples/s | Python samples/s | engine ÷ Python "
-          "| target | engine peak MiB | Python peak MiB | noise cost |")
-    print("| --- | --- | --- | ---: | ---: | ---: | --- | ---: | ---: | ---: |")
+    print("| model | precision | split | engine samples/s | eager samples/s | Python samples/s "
+          "| engine ÷ Python | eager ÷ Python | target | engine peak MiB | eager peak MiB "
+          "| Python peak MiB | noise cost |")
+    print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |")
+
+    def rate(row):
+        return "–" if row is None else f"{row['samples_per_second']:.0f}"
+
+    def peak(row):
+        return "–" if row is None else f"{row['window_peak_bytes'] / 2**20:.1f}"
+
+    def ratio(row, p):
+        return None if row is None or p is None else row["samples_per_second"] / p["samples_per_second"]
+
     for key in sorted(engine, key=lambda k: (k[0], k[1], -k[2])):
-        e, p = engine[key], python.get(key)
+        e, g, p = engine[key], eager.get(key), python.get(key)
         split = f"{key[2]}×{256 // key[2]}"
-        cost = noise_cost(noise.get(key))
-        if p is None:
-            print(f"| {key[0]} | {key[1]} | {split} | {e['samples_per_second']:.0f} | – | – | "
-                  f"| {e['window_peak_bytes'] / 2**20:.1f} | – | {cost} |")
-            continue
-        ratio = e["samples_per_second"] / p["samples_per_second"]
-        t = target(key[2])
-        verdict = "" if t is None else f"≥ {t} {'met' if ratio >= t else 'MISSED'}"
-        print(f"| {key[0]} | {key[1]} | {split} | {e['samples_per_second']:.0f} "
-              f"| {p['samples_per_second']:.0f} | {ratio:.2f} | {verdict} "
-              f"| {e['window_peak_bytes'] / 2**20:.1f} | {p['window_peak_bytes'] / 2**20:.1f} "
-              f"| {cost} |")
+        r, rg, t = ratio(e, p), ratio(g, p), target(key[2])
+        verdict = "" if t is None or r is None else f"≥ {t} {'met' if r >= t else 'MISSED'}"
+        print(f"| {key[0]} | {key[1]} | {split} | {rate(e)} | {rate(g)} | {rate(p)} "
+              f"| {'–' if r is None else f'{r:.2f}'} | {'–' if rg is None else f'{rg:.2f}'} "
+              f"| {verdict} | {peak(e)} | {peak(g)} | {peak(p)} | {noise_cost(noise.get(key))} |")
+
 
 if __name__ == "__main__":
     main()

@@ -5,7 +5,9 @@
 // --device cuda), so both time the same work: forward, backward, the
 // window's normalization and the optimizer step, to the end of the GPU's
 // work. The engine's windows measure the gradient noise scale, as a
-// trainer's do. Standalone (no Google Benchmark) so that it also builds on a
+// trainer's do, and run as a job runs: micro-batches as CUDA graph replays
+// once warmed up ("engine"); "engine-eager" is the same loop with graphs
+// off. Standalone (no Google Benchmark) so that it also builds on a
 // GPU machine that has nothing but LibTorch.
 //
 //   accumulus_gpu_bench [WINDOWS]   one JSON line per configuration on stdout
@@ -28,6 +30,7 @@
 #include "worker/engine/autocast_scope.h"
 #include "worker/engine/device_probe.h"
 #include "worker/engine/loss.h"
+#include "worker/engine/micro_batch_graph.h"
 #include "worker/engine/window_accumulator.h"
 
 namespace accumulus::engine {
@@ -41,8 +44,9 @@ struct Measurement {
 };
 
 Measurement MeasureSplit(const std::string& kind, int64_t micro, Precision precision, bool noise,
-                         int windows) {
+                         bool graphs, int windows) {
   const torch::Device gpu(torch::kCUDA, 0);
+  TrainingStream stream(gpu);  // as a trainer runs: graphs need a stream of their own
   const TrainConfig c = ModelUnderTest(kind);
   Workload w = MakeWorkload(c, micro, gpu);
   WindowAccumulator window(
@@ -50,23 +54,30 @@ Measurement MeasureSplit(const std::string& kind, int64_t micro, Precision preci
       LossOf(c.model.loss, c.data.task), Normalization::kExact, kGlobalBatch / micro, 0);
   window.set_precision(precision, torch::kCUDA);
   window.set_measure_noise(noise);
+  window.set_cuda_graphs(graphs);
   auto run_window = [&] {
     for (const Batch& b : w.micro_batches) window.AddMicroBatch(b);
     window.FinishWindow();
     w.optimizer->step();
-    w.model->ZeroGrad();
+    window.ClearGradients();
   };
-  for (int i = 0; i < 3; ++i) run_window();  // optimizer state, cuDNN and allocator warm-up
+  // Optimizer state, cuDNN, the allocator and (with graphs, by the third
+  // window at the latest) the capture.
+  for (int i = 0; i < 3; ++i) run_window();
   torch::cuda::synchronize();
 
   Measurement m;
+  const auto aggregate = static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE);
   const auto start = Clock::now();
   for (int i = 0; i < windows; ++i) {
     c10::cuda::CUDACachingAllocator::resetPeakStats(0);
+    const int64_t start_bytes =
+        c10::cuda::CUDACachingAllocator::getDeviceStats(0).allocated_bytes[aggregate].current;
     run_window();
     const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(0);
-    const auto aggregate = static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE);
-    m.window_peak_bytes = std::max(m.window_peak_bytes, stats.allocated_bytes[aggregate].peak);
+    // A replay's memory was counted by the allocator at capture only.
+    m.window_peak_bytes = std::max({m.window_peak_bytes, stats.allocated_bytes[aggregate].peak,
+                                    start_bytes + window.graph_working_set_bytes()});
   }
   torch::cuda::synchronize();
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
@@ -88,8 +99,10 @@ void NoiseCost(int windows) {
       for (const int64_t micro : {64, 16, 4}) {
         std::vector<double> on, off;
         for (int r = 0; r < kRepetitions; ++r) {
-          on.push_back(MeasureSplit(kind, micro, precision, true, windows).samples_per_second);
-          off.push_back(MeasureSplit(kind, micro, precision, false, windows).samples_per_second);
+          on.push_back(
+              MeasureSplit(kind, micro, precision, true, true, windows).samples_per_second);
+          off.push_back(
+              MeasureSplit(kind, micro, precision, false, true, windows).samples_per_second);
         }
         const double with = Median(on), without = Median(off);
         std::printf(
@@ -117,16 +130,19 @@ int Run(int windows, bool noise_cost) {
   for (const std::string kind : {"mlp", "cnn", "charlm"}) {
     for (const Precision precision : {Precision::kFp32, Precision::kBf16}) {
       for (const int64_t micro : {256, 64, 16, 4}) {
-        const Measurement m = MeasureSplit(kind, micro, precision, /*noise=*/true, windows);
-        std::printf(
-            "{\"peer\": \"engine\", \"model\": \"%s\", \"micro\": %lld, \"accumulation\": %lld, "
-            "\"precision\": \"%s\", \"gpu\": \"%s\", \"torch\": \"%s\", "
-            "\"samples_per_second\": %.3f, \"window_peak_bytes\": %lld}\n",
-            kind.c_str(), static_cast<long long>(micro),
-            static_cast<long long>(kGlobalBatch / micro),
-            precision == Precision::kBf16 ? "bf16" : "fp32", gpus[0].name.c_str(), TORCH_VERSION,
-            m.samples_per_second, static_cast<long long>(m.window_peak_bytes));
-        std::fflush(stdout);
+        for (const bool graphs : {true, false}) {
+          const Measurement m =
+              MeasureSplit(kind, micro, precision, /*noise=*/true, graphs, windows);
+          std::printf(
+              "{\"peer\": \"%s\", \"model\": \"%s\", \"micro\": %lld, "
+              "\"accumulation\": %lld, \"precision\": \"%s\", \"gpu\": \"%s\", "
+              "\"torch\": \"%s\", \"samples_per_second\": %.3f, \"window_peak_bytes\": %lld}\n",
+              graphs ? "engine" : "engine-eager", kind.c_str(), static_cast<long long>(micro),
+              static_cast<long long>(kGlobalBatch / micro),
+              precision == Precision::kBf16 ? "bf16" : "fp32", gpus[0].name.c_str(), TORCH_VERSION,
+              m.samples_per_second, static_cast<long long>(m.window_peak_bytes));
+          std::fflush(stdout);
+        }
       }
     }
   }

@@ -138,6 +138,10 @@ struct TrainConfig {
   // bit-identically). 0: the process's thread counts stay as they are.
   int measure_thread_split_cores = 0;
   Precision precision = Precision::kFp32;
+  // On one CUDA device, a micro-batch's forward and backward run as CUDA
+  // graph replays once warmed up (micro_batch_graph.h): the same kernels,
+  // issued with two launches instead of hundreds.
+  bool cuda_graphs = true;
   // Dynamic loss scaling (always on for fp16).
   bool loss_scaling = false;
   LossScalerConfig loss_scaler;

@@ -18,6 +18,7 @@
 #include "worker/engine/dataset.h"
 #include "worker/engine/durable_file.h"
 #include "worker/engine/memory_meter.h"
+#include "worker/engine/micro_batch_graph.h"
 #include "worker/engine/micro_batch_probe.h"
 #include "worker/engine/model_factory.h"
 #include "worker/engine/phase_clock.h"
@@ -118,6 +119,10 @@ class TrainingRun {
 
   // Prepare.
   torch::Device device_{torch::kCPU};
+  // Everything the run queues on a GPU goes to one stream, made current
+  // before the first tensor reaches the device and restored after the last
+  // is freed (declared first, destroyed last).
+  std::optional<TrainingStream> stream_guard_;
   std::unique_ptr<MemoryMeter> memory_;
   std::unique_ptr<Dataset> data_;
   std::unique_ptr<Model> model_;
@@ -164,6 +169,7 @@ Status TrainingRun::Prepare() {
   StatusOr<torch::Device> device = ParseDevice(config_.device);
   if (!device.ok()) return device.status();
   device_ = *device;
+  stream_guard_.emplace(device_);
   StatusOr<std::unique_ptr<MemoryMeter>> memory = MakeMemoryMeter(device_);
   if (!memory.ok()) return memory.status();
   memory_ = std::move(*memory);
@@ -201,6 +207,11 @@ Status TrainingRun::Prepare() {
     scaler_ = std::make_unique<LossScaler>(config_.loss_scaler);
     window_->set_loss_scaler(scaler_.get());
   }
+  // A TorchScript module may do what a capture forbids (read a value on
+  // the host, branch on the data), and several ranks are not yet tested
+  // with graphs: both run eagerly.
+  window_->set_cuda_graphs(config_.cuda_graphs && device_.is_cuda() &&
+                           config_.model.kind != "torchscript" && config_.world_size == 1);
   return Status::Ok();
 }
 
@@ -360,6 +371,7 @@ Status TrainingRun::TrainWindows() {
 Status TrainingRun::TrainWindow(const Window& w) {
   const auto start = Clock::now();
   memory_->ResetPeak();
+  const int64_t start_bytes = memory_->current_bytes();
   phases_->TakeWindow();  // this window's phases only
   const double lr = LearningRate(config_.lr_schedule, base_lr_, applied_, total_);
   const double weight_decay =
@@ -376,14 +388,21 @@ Status TrainingRun::TrainWindow(const Window& w) {
       optimizer_->step();
       ++applied_;
     }
-    // Freed, not zeroed: between windows no gradient memory is held.
-    model_->ZeroGrad();
+    // Freed (or, under a CUDA graph, zeroed in place): the next window
+    // starts from none.
+    window_->ClearGradients();
+  }
+  if (const std::string note = window_->TakeGraphNote(); !note.empty()) {
+    sink_->OnLog(LogLevel::kInfo, "step " + std::to_string(w.step) + ": " + note);
   }
   const PhaseTimes phases = phases_->TakeWindow();
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   StepReport report =
       ReportOf(w, *result, lr, seconds, phases, *memory_, total_,
                scaler_ ? scaler_->skipped_windows() : 0, data_->shape().sequence_length > 0);
+  // A graph's replays reuse memory the allocator counted only at capture.
+  report.tensor_peak_bytes =
+      std::max(report.tensor_peak_bytes, start_bytes + window_->graph_working_set_bytes());
   report.noise = MeasureNoise(*result);
   sink_->OnStep(report);
   return Status::Ok();
@@ -435,7 +454,6 @@ StatusOr<WindowResult> TrainingRun::AccumulateWindow(const Window& w) {
     if (options_.after_backward) options_.after_backward(w.step, parameters_);
     WindowResult result = window_->FinishWindow(out_of_memory);
     if (!result.out_of_memory) return result;
-    model_->ZeroGrad();
     memory_->ReleaseCachedBlocks();
     phases_->TakeWindow();  // the attempt that ran out counts nothing
     if (micro_ == 1) {

@@ -17,39 +17,144 @@ WindowAccumulator::WindowAccumulator(std::vector<torch::Tensor> parameters, Forw
       max_grad_norm_(max_grad_norm),
       sync_(sync) {}
 
-void WindowAccumulator::AddMicroBatch(const Batch& batch) {
-  std::optional<PhaseScope> forward(std::in_place, clock_, Phase::kForward);
-  torch::Tensor outputs;
-  {
-    AutocastScope autocast(precision_, device_type_);
-    outputs = forward_(batch.inputs);
-  }
-  // The loss in fp32 whatever the forward's precision.
-  const LossSum loss = SumLoss(loss_, outputs.to(torch::kFloat32), batch.targets);
-  torch::Tensor objective = normalization_ == Normalization::kExact
+namespace {
+
+// The scalar a micro-batch differentiates: its sum-reduced loss (exact), or
+// the tutorial's mean over its items divided by k; times the loss scale.
+// `Factor` is a double in an eager micro-batch and a device scalar in a
+// captured one, where the value must be read at replay, not at capture.
+template <typename Factor>
+torch::Tensor ObjectiveOf(const LossSum& loss, Normalization normalization, const Factor& k,
+                          const Factor* scale) {
+  torch::Tensor objective = normalization == Normalization::kExact
                                 ? loss.sum
-                                : loss.sum / (loss.items.to(loss.sum.scalar_type()) *
-                                              static_cast<double>(nominal_microbatches_));
-  if (scaler_ != nullptr) objective = objective * scaler_->scale();
+                                : loss.sum / (loss.items.to(loss.sum.scalar_type()) * k);
+  if (scale != nullptr) objective = objective * *scale;
+  return objective;
+}
+
+// A micro-batch's outputs in fp32, whatever the forward's precision.
+torch::Tensor ForwardOf(const WindowAccumulator::Forward& forward, const torch::Tensor& inputs,
+                        Precision precision, c10::DeviceType device) {
+  AutocastScope autocast(precision, device);
+  return forward(inputs).to(torch::kFloat32);
+}
+
+}  // namespace
+
+void WindowAccumulator::AddMicroBatch(const Batch& batch) {
+  if (ReadyToCapture(batch)) Capture(batch);
+  const MicroBatchLoss loss = graph_ && graph_->Fits(batch) ? Replay(batch) : RunEagerly(batch);
+  if (measure_noise_ && microbatches_ == 0 && !several_ranks()) {
+    first_sq_norm_ = SquaredGradientNorm(parameters_);
+    first_items_ = loss.from_graph ? loss.items.clone() : loss.items;
+  }
+  // Kept on the device: summed here, read on the host once per window. A
+  // graph's outputs are copied before its next replay overwrites them.
+  if (loss_sum_.defined()) {
+    loss_sum_ = loss_sum_ + loss.sum;
+    items_ = items_ + loss.items;
+  } else {
+    loss_sum_ = loss.from_graph ? loss.sum.clone() : loss.sum;
+    items_ = loss.from_graph ? loss.items.clone() : loss.items;
+  }
+  ++microbatches_;
+  samples_ += batch.inputs.size(0);
+}
+
+WindowAccumulator::MicroBatchLoss WindowAccumulator::RunEagerly(const Batch& batch) {
+  std::optional<PhaseScope> forward(std::in_place, clock_, Phase::kForward);
+  const LossSum loss =
+      SumLoss(loss_, ForwardOf(forward_, batch.inputs, precision_, device_type_), batch.targets);
+  const double k = static_cast<double>(nominal_microbatches_);
+  const double scale = scaler_ != nullptr ? scaler_->scale() : 1.0;
+  const torch::Tensor objective =
+      ObjectiveOf(loss, normalization_, k, scaler_ != nullptr ? &scale : nullptr);
   forward.reset();
   {
     PhaseScope backward(clock_, Phase::kBackward);
     objective.backward();
   }
-  if (measure_noise_ && microbatches_ == 0 && !several_ranks()) {
-    first_sq_norm_ = SquaredGradientNorm(parameters_);
-    first_items_ = loss.items;
+  if (cuda_graphs_) ++eager_runs_[batch.inputs.sizes().vec()];
+  return {loss.sum.detach(), loss.items, false};
+}
+
+WindowAccumulator::MicroBatchLoss WindowAccumulator::Replay(const Batch& batch) {
+  // The device values the graph reads, rewritten (queued, no sync) only
+  // when the host's differ.
+  const double k = static_cast<double>(nominal_microbatches_);
+  if (k != graph_k_value_) {
+    graph_k_.fill_(k);
+    graph_k_value_ = k;
   }
-  // Kept on the device: summed here, read on the host once per window.
-  loss_sum_ = loss_sum_.defined() ? loss_sum_ + loss.sum.detach() : loss.sum.detach();
-  items_ = items_.defined() ? items_ + loss.items : loss.items;
-  ++microbatches_;
-  samples_ += batch.inputs.size(0);
+  const double scale = scaler_ != nullptr ? scaler_->scale() : 1.0;
+  if (scale != graph_scale_value_) {
+    graph_scale_.fill_(scale);
+    graph_scale_value_ = scale;
+  }
+  graph_->Load(batch);
+  {
+    PhaseScope forward(clock_, Phase::kForward);
+    graph_->ReplayForward();
+  }
+  {
+    PhaseScope backward(clock_, Phase::kBackward);
+    graph_->ReplayBackward();
+  }
+  ++graph_replays_;
+  return {graph_->outputs()[0], graph_->outputs()[1], true};
+}
+
+bool WindowAccumulator::ReadyToCapture(const Batch& batch) const {
+  if (!cuda_graphs_ || graph_ || microbatches_ != 0 || several_ranks()) return false;
+  const auto warm = eager_runs_.find(batch.inputs.sizes().vec());
+  return warm != eager_runs_.end() && warm->second >= kGraphWarmupMicroBatches &&
+         CanCaptureOn(batch.inputs.device());
+}
+
+void WindowAccumulator::Capture(const Batch& batch) {
+  // The backward adds into gradients that exist (at a window's start they
+  // are freed or zero).
+  for (auto& p : parameters_) {
+    if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+  }
+  const auto scalar = torch::TensorOptions().dtype(torch::kFloat32).device(batch.inputs.device());
+  graph_k_value_ = static_cast<double>(nominal_microbatches_);
+  graph_scale_value_ = scaler_ != nullptr ? scaler_->scale() : 1.0;
+  graph_k_ = torch::full({}, graph_k_value_, scalar);
+  graph_scale_ = torch::full({}, graph_scale_value_, scalar);
+  auto forward = [this](const Batch& b) -> MicroBatchGraph::Forward {
+    const LossSum loss =
+        SumLoss(loss_, ForwardOf(forward_, b.inputs, precision_, device_type_), b.targets);
+    return {
+        ObjectiveOf(loss, normalization_, graph_k_, scaler_ != nullptr ? &graph_scale_ : nullptr),
+        {loss.sum.detach(), loss.items}};
+  };
+  try {
+    graph_ = std::make_unique<MicroBatchGraph>(batch, forward);
+  } catch (const c10::OutOfMemoryError&) {
+    throw;
+  } catch (const c10::Error& e) {
+    cuda_graphs_ = false;
+    graph_note_ = std::string(
+                      "CUDA graphs are off for the rest of this run: capturing a "
+                      "micro-batch failed: ") +
+                  e.what_without_backtrace();
+    return;
+  }
+  std::string shape;
+  for (const int64_t d : batch.inputs.sizes())
+    shape += (shape.empty() ? "" : "×") + std::to_string(d);
+  graph_note_ = "micro-batches of shape " + shape +
+                " now run as CUDA graph replays (one launch for the forward pass, one for the "
+                "backward; " +
+                std::to_string(graph_->working_set_bytes()) + " bytes of working memory)";
 }
 
 WindowResult WindowAccumulator::FinishWindow(bool out_of_memory) {
   WindowResult result;
   result.microbatches = microbatches_;
+  result.graph_replays = graph_replays_;
   // The window's counts travel with the gradients: float64 holds integer
   // counts exactly up to 2^53. Reading the device-side sums (and the noise
   // measurement's norms) is the window's one host sync.
@@ -94,7 +199,9 @@ WindowResult WindowAccumulator::FinishWindow(bool out_of_memory) {
   result.loss_scale = scaler_ != nullptr ? scaler_->scale() : 1.0;
   if (global[3] > 0) {
     result.out_of_memory = true;
-    for (auto& p : parameters_) p.mutable_grad() = torch::Tensor();
+    // The retry runs smaller micro-batches: the graph's memory goes back.
+    graph_.reset();
+    ClearGradients();
     ResetWindow();
     return result;
   }
@@ -106,7 +213,7 @@ WindowResult WindowAccumulator::FinishWindow(bool out_of_memory) {
     if (!finite) {
       result.skipped = true;
       result.grad_norm = std::numeric_limits<double>::quiet_NaN();
-      for (auto& p : parameters_) p.mutable_grad() = torch::Tensor();
+      ClearGradients();
       ResetWindow();
       return result;
     }
@@ -147,11 +254,24 @@ WindowResult WindowAccumulator::FinishWindow(bool out_of_memory) {
 
 void WindowAccumulator::DiscardWindow() {
   ResetWindow();
-  for (auto& p : parameters_) p.mutable_grad() = torch::Tensor();
+  ClearGradients();
+}
+
+void WindowAccumulator::ClearGradients() {
+  if (!graph_) {
+    for (auto& p : parameters_) p.mutable_grad() = torch::Tensor();
+    return;
+  }
+  std::vector<torch::Tensor> grads;
+  for (const auto& p : parameters_) {
+    if (p.grad().defined()) grads.push_back(p.grad());
+  }
+  torch::NoGradGuard no_grad;
+  at::_foreach_zero_(grads);
 }
 
 void WindowAccumulator::ResetWindow() {
-  microbatches_ = samples_ = 0;
+  microbatches_ = samples_ = graph_replays_ = 0;
   items_ = torch::Tensor();
   loss_sum_ = torch::Tensor();
   first_sq_norm_ = torch::Tensor();

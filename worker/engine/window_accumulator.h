@@ -11,6 +11,10 @@
 #include <torch/torch.h>
 
 #include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "common/noise_scale.h"
@@ -19,6 +23,7 @@
 #include "worker/engine/gradient_sync.h"
 #include "worker/engine/loss.h"
 #include "worker/engine/loss_scaler.h"
+#include "worker/engine/micro_batch_graph.h"
 #include "worker/engine/phase_clock.h"
 #include "worker/engine/train_config.h"
 
@@ -46,6 +51,8 @@ struct WindowResult {
   // batch (one micro-batch on one rank) or was skipped.
   bool noise_measured = false;
   NoiseSample noise;
+  // This rank's micro-batches that ran as CUDA graph replays.
+  int64_t graph_replays = 0;
 };
 
 class WindowAccumulator {
@@ -65,10 +72,14 @@ class WindowAccumulator {
   void set_precision(Precision precision, c10::DeviceType device) {
     precision_ = precision;
     device_type_ = device;
+    graph_.reset();
   }
   // Scales every loss by scaler->scale() and unscales once per window (not
   // owned; null: no loss scaling).
-  void set_loss_scaler(LossScaler* scaler) { scaler_ = scaler; }
+  void set_loss_scaler(LossScaler* scaler) {
+    scaler_ = scaler;
+    graph_.reset();
+  }
   // Times each micro-batch's forward and backward (not owned; null: not
   // timed).
   void set_phase_clock(PhaseClock* clock) { clock_ = clock; }
@@ -78,6 +89,19 @@ class WindowAccumulator {
   // several, each rank's window before the all-reduce. The norms travel
   // with the window's counts, so it adds no host sync.
   void set_measure_noise(bool measure) { measure_noise_ = measure; }
+  // Runs micro-batches as CUDA graph replays where it can
+  // (micro_batch_graph.h): on one rank on a CUDA device, on a stream other
+  // than the default one, for micro-batches of the shapes that
+  // kGraphWarmupMicroBatches eager ones had before. The graph is captured
+  // at a window's first micro-batch; one of other shapes (a short last
+  // window's) runs eagerly. The parameters must all receive gradients:
+  // from the capture on, every one has a gradient, zeroed between windows.
+  // Off by default.
+  void set_cuda_graphs(bool enabled) {
+    cuda_graphs_ = enabled;
+    if (!enabled) graph_.reset();
+  }
+  static constexpr int64_t kGraphWarmupMicroBatches = 2;
 
   // Forward and backward of one micro-batch. No communication, no division.
   void AddMicroBatch(const Batch& batch);
@@ -94,7 +118,32 @@ class WindowAccumulator {
   // micro-batches only measured something).
   void DiscardWindow();
 
+  // Between windows (after the optimizer step): frees every gradient, or,
+  // while a CUDA graph lives that adds into them, zeroes them in place.
+  void ClearGradients();
+
+  // The bytes a replay of the live CUDA graph uses beyond what is allocated
+  // outside it (0: none). The caching allocator counts them only while the
+  // capture runs, so a window's peak is its start plus these.
+  int64_t graph_working_set_bytes() const { return graph_ ? graph_->working_set_bytes() : 0; }
+  // What changed about CUDA graphs since the last call ("" if nothing): a
+  // capture, or why they are off, for the job's log.
+  std::string TakeGraphNote() { return std::exchange(graph_note_, std::string()); }
+
  private:
+  // One micro-batch's loss sum and item count, on the device. From a graph
+  // they are its output tensors, overwritten by its next replay.
+  struct MicroBatchLoss {
+    torch::Tensor sum;
+    torch::Tensor items;
+    bool from_graph = false;
+  };
+  MicroBatchLoss RunEagerly(const Batch& batch);
+  MicroBatchLoss Replay(const Batch& batch);
+  bool ReadyToCapture(const Batch& batch) const;
+  // Captures the graph for `batch`'s shapes; rethrows an out-of-memory (the
+  // window is retried smaller), turns graphs off on any other failure.
+  void Capture(const Batch& batch);
   void ResetWindow();
   bool several_ranks() const;
   // A small batch's mean-gradient squared norm, for the noise scale.
@@ -118,10 +167,23 @@ class WindowAccumulator {
   LossScaler* scaler_ = nullptr;
   PhaseClock* clock_ = nullptr;
   bool measure_noise_ = false;
+  bool cuda_graphs_ = false;
+
+  // CUDA graphs: the live one, the eager micro-batches run of each input
+  // shape (the warm-up), the device values a replay reads (k and the loss
+  // scale, with the host's copy of what they hold), and news for the log.
+  std::unique_ptr<MicroBatchGraph> graph_;
+  std::map<std::vector<int64_t>, int64_t> eager_runs_;
+  torch::Tensor graph_k_;
+  torch::Tensor graph_scale_;
+  double graph_k_value_ = 0;
+  double graph_scale_value_ = 0;
+  std::string graph_note_;
 
   // The current window.
   int64_t microbatches_ = 0;
   int64_t samples_ = 0;
+  int64_t graph_replays_ = 0;
   torch::Tensor items_;     // float64; with loss_sum_, read once per window
   torch::Tensor loss_sum_;  // detached; read once per window (one device sync)
   // One rank: the first micro-batch's squared gradient norm and items
