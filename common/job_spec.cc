@@ -551,7 +551,7 @@ StatusOr<v1::JobSpec> NormalizeJobSpec(const v1::JobSpec& input) {
     spec.set_loss_scaling(spec.precision() == v1::PRECISION_FP16 ? v1::LOSS_SCALING_DYNAMIC
                                                                  : v1::LOSS_SCALING_NONE);
   }
-  if (spec.cuda_graphs() == v1::CUDA_GRAPHS_UNSPECIFIED) spec.set_cuda_graphs(v1::CUDA_GRAPHS_AUTO);
+  if (spec.cuda_graphs() == v1::CUDA_GRAPHS_UNSPECIFIED) spec.set_cuda_graphs(v1::CUDA_GRAPHS_OFF);
   DefaultModel(spec.mutable_model());
   DefaultData(spec.mutable_data(), spec.model(), spec.seed());
   DefaultOptimizer(spec.mutable_optimizer());

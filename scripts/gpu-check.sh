@@ -10,7 +10,8 @@
 #   3. what measuring the gradient noise scale costs on the GPU
 #      (accumulus_gpu_bench --noise-cost).
 # Results go to OUT (summary.txt first); bench/gpu_report.py's Markdown is
-# what bench/results/ keeps. ACCUMULUS_GPU_PARTS picks parts (default
+# what bench/results/ keeps. ACCUMULUS_GPU_TEST_TIMEOUT bounds each test (150 s).
+# ACCUMULUS_GPU_PARTS picks parts (default
 # "tests throughput noise"), e.g. "tests noise" for a short second call.
 #
 #   ./scripts/gpu-check.sh [BUNDLE] [OUT]
@@ -81,7 +82,7 @@ part tests && for binary in "$BIN"/accumulus_gpu_engine_tests "$BIN"/accumulus_g
   [ -x "$binary" ] || continue
   for t in $("$binary" --gtest_list_tests | awk '/^[^ ]/ { s = $1 } /^  / { print s $1 }'); do
     start=$(date +%s)
-    timeout 150 "$binary" --gtest_filter="$t" > "$OUT/one-test.log" 2>&1
+    timeout "${ACCUMULUS_GPU_TEST_TIMEOUT:-150}" "$binary" --gtest_filter="$t" > "$OUT/one-test.log" 2>&1
     rc=$?
     cat "$OUT/one-test.log" >> "$OUT/gpu-tests.log"
     if grep -q "\[  SKIPPED \] $t" "$OUT/one-test.log"; then

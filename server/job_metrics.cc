@@ -66,7 +66,9 @@ void JobMetrics::StateChanged(const v1::Job& job, v1::JobState from, v1::JobStat
       metrics_->rank_oom_retries->WithLabels(rank);
       metrics_->rank_allocator_retries->WithLabels(rank);
     }
+    // Counted from 0 too.
     metrics_->job_checkpoints->WithLabels(labels);
+    metrics_->job_batch_changes->WithLabels(labels);
   }
   if (to == v1::JOB_STATE_RUNNING)
     metrics_->job_last_progress->WithLabels(labels)->Set(UnixSeconds());
@@ -91,6 +93,8 @@ void JobMetrics::Recovered(const v1::Job& job) {
     metrics_->job_running->WithLabels({job.id()})->Set(1);
     metrics_->job_attempt->WithLabels({job.id()})->Set(std::max(1, job.attempt()));
     metrics_->job_last_progress->WithLabels({job.id()})->Set(UnixSeconds());
+    metrics_->job_checkpoints->WithLabels({job.id()});
+    metrics_->job_batch_changes->WithLabels({job.id()});
   }
 }
 
@@ -121,7 +125,6 @@ void JobMetrics::StepRecorded(const v1::Job& job, const v1::StepMetrics& step) {
   if (step.has_noise()) {
     metrics_->job_noise_scale->WithLabels(labels)->Set(step.noise().noise_scale());
   }
-  metrics_->job_batch_changes->WithLabels(labels)->Increment(0);  // the series exists
   metrics_->job_step_seconds->WithLabels(labels)->Observe(step.step_seconds());
   metrics_->job_last_progress->WithLabels(labels)->Set(UnixSeconds());
   if (step.ranks_size() == 0) Rank(job, &series, OnlyRankOf(step));

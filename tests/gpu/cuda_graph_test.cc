@@ -241,5 +241,29 @@ TEST(CudaGraphs, TheCnnAndTheCharLmTrainAlikeWithReplays) {
   }
 }
 
+// A replay reuses memory the caching allocator counted only at capture; the
+// window's reported peak must still be one micro-batch's, as eagerly.
+TEST(CudaGraphs, TheWindowPeakWithReplaysIsTheEagerPeak) {
+  REQUIRE_CUDA_DEVICE();
+  auto peak = [](bool cuda_graphs) {
+    TrainConfig c = SmallCnn(cuda_graphs);
+    c.data.image_size = 32;
+    c.data.samples = 256;
+    c.micro_batch = 16;
+    c.accumulation_steps = 8;
+    c.max_steps = 2;  // the second window replays
+    RecordingSink sink;
+    TrainAndCollect(c, &sink);
+    EXPECT_EQ(SaysGraphsStarted(sink, "step 2"), cuda_graphs);
+    return sink.steps.back().tensor_peak_bytes;
+  };
+  const int64_t eager = peak(false);
+  const int64_t replayed = peak(true);
+  std::printf("cnn 16 x 8 window peak: eager %lld, replays %lld bytes\n",
+              static_cast<long long>(eager), static_cast<long long>(replayed));
+  EXPECT_GE(replayed, eager * 9 / 10);
+  EXPECT_LE(replayed, eager * 11 / 10);
+}
+
 }  // namespace
 }  // namespace accumulus::engine

@@ -1,5 +1,5 @@
 // A whole job on a GPU: the real controller, a worker that registers only its
-// GPUs, and the trainer on cuda:0, driven through the CLI. Skips where
+// GPUs, and the trainer on cuda:0 with CUDA graphs, driven through the CLI. Skips where
 // LibTorch sees no CUDA device.
 #include <google/protobuf/util/json_util.h>
 #include <gtest/gtest.h>
@@ -22,6 +22,7 @@ micro_batch: 64
 accumulation_steps: 4
 optimizer: {kind: adamw, lr: 0.001}
 precision: bf16
+cuda_graphs: on
 epochs: 1
 seed: 3
 )";
@@ -51,9 +52,14 @@ TEST(CudaJob, RunsOnTheGpuAndReportsItsCudaMemory) {
   std::vector<v1::StepMetrics> steps;
   v1::RuntimeInfo runtime;
   v1::JobEvent last_state;
+  bool replayed = false;
   for (size_t i = 1; i < r.lines.size(); ++i) {
     const v1::JobEvent event = FromJson<v1::JobEvent>(r.lines[i]);
     if (event.has_step()) steps.push_back(event.step());
+    if (event.has_log() &&
+        event.log().text().find("now run as CUDA graph replays") != std::string::npos) {
+      replayed = true;
+    }
     if (event.has_runtime()) runtime = event.runtime();
     if (event.has_state()) last_state = event;
   }
@@ -66,6 +72,7 @@ TEST(CudaJob, RunsOnTheGpuAndReportsItsCudaMemory) {
     EXPECT_GT(s.allocator_reserved_bytes(), 0) << "step " << s.step();
   }
   EXPECT_LT(steps.back().loss(), steps.front().loss());
+  EXPECT_TRUE(replayed) << "cuda_graphs: on reached the trainer, which says when replays start";
 }
 
 }  // namespace

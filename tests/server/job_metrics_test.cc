@@ -152,6 +152,17 @@ TEST_F(JobMetricsTest, TheNoiseScaleAndTheBatchChangesArePerJobSeries) {
   EXPECT_EQ(Sample("accumulus_job_accumulation_steps{job_id=\"j1\"}"), 16);
 }
 
+// A running job the controller recovers after a restart has its counters
+// from 0 at once, as one it placed itself: a rate() over them needs no step.
+TEST_F(JobMetricsTest, ARecoveredRunningJobsCountersExistFromZero) {
+  v1::Job job = Job("j1");
+  job.set_state(v1::JOB_STATE_RUNNING);
+  metrics_.Recovered(job);
+  EXPECT_EQ(Sample("accumulus_job_batch_changes_total{job_id=\"j1\"}"), 0);
+  EXPECT_EQ(Sample("accumulus_job_checkpoints_total{job_id=\"j1\"}"), 0);
+  EXPECT_EQ(Sample("accumulus_job_running{job_id=\"j1\"}"), 1);
+}
+
 TEST_F(JobMetricsTest, TheSpecsMemoryLimitIsTheBudget) {
   v1::Job job = Job("j1", 2);
   job.mutable_spec()->set_memory_limit_bytes(500);

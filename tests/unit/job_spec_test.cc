@@ -152,7 +152,7 @@ TEST(NormalizeJobSpec, FillsDefaults) {
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
   EXPECT_EQ(spec->devices(), 1);
   EXPECT_EQ(spec->normalization(), v1::NORMALIZATION_EXACT);
-  EXPECT_EQ(spec->cuda_graphs(), v1::CUDA_GRAPHS_AUTO);
+  EXPECT_EQ(spec->cuda_graphs(), v1::CUDA_GRAPHS_OFF);
   EXPECT_NE(spec->data().seed(), 0u);
   StatusOr<v1::BatchPlan> batch = ResolveBatchPlan(*spec);
   ASSERT_TRUE(batch.ok());
@@ -237,17 +237,17 @@ TEST(NormalizeJobSpec, AClosedSetTakesOnlyItsOwnValues) {
             "model.kind is required (one of mlp, cnn, charlm, torchscript)");
 }
 
-TEST(NormalizeJobSpec, CudaGraphsAreAutoOrOff) {
+TEST(NormalizeJobSpec, CudaGraphsAreOnOrOff) {
   v1::JobSpec spec = Parse(kValid);
-  spec.MergeFrom(Parse("cuda_graphs: off"));
+  spec.MergeFrom(Parse("cuda_graphs: on"));
   StatusOr<v1::JobSpec> result = NormalizeJobSpec(spec);
   ASSERT_TRUE(result.ok()) << result.status().ToString();
-  EXPECT_EQ(result->cuda_graphs(), v1::CUDA_GRAPHS_OFF);
+  EXPECT_EQ(result->cuda_graphs(), v1::CUDA_GRAPHS_ON);
 
   spec.set_cuda_graphs(static_cast<v1::CudaGraphs>(9));
   result = NormalizeJobSpec(spec);
   ASSERT_FALSE(result.ok());
-  EXPECT_EQ(result.status().message(), "cuda_graphs 9 is not one of auto, off");
+  EXPECT_EQ(result.status().message(), "cuda_graphs 9 is not one of off, on");
 }
 
 TEST(TotalSteps, FollowsThePartialWindowPolicy) {

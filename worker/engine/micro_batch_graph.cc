@@ -2,6 +2,7 @@
 
 #ifdef ACCUMULUS_WITH_CUDA
 #include <ATen/autocast_mode.h>
+#include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAStream.h>
 #endif
@@ -11,6 +12,11 @@
 namespace accumulus::engine {
 
 #ifdef ACCUMULUS_WITH_CUDA
+struct MicroBatchGraph::Graphs {
+  at::cuda::CUDAGraph forward;
+  at::cuda::CUDAGraph backward;
+};
+
 namespace {
 
 constexpr size_t kAggregate = static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE);
@@ -61,7 +67,8 @@ bool CanCaptureOn(const torch::Device& device) {
 }
 
 MicroBatchGraph::MicroBatchGraph(const Batch& batch, const ForwardFn& forward)
-    : inputs_{torch::empty_like(batch.inputs), torch::empty_like(batch.targets)} {
+    : inputs_{torch::empty_like(batch.inputs), torch::empty_like(batch.targets)},
+      graphs_(std::make_unique<Graphs>()) {
   const c10::DeviceIndex device = batch.inputs.device().index();
   // What the capture allocates is what a replay uses: its peak over what
   // was allocated before. (The peak statistic restarts here; the
@@ -71,27 +78,27 @@ MicroBatchGraph::MicroBatchGraph(const Batch& batch, const ForwardFn& forward)
   c10::cuda::CUDACachingAllocator::resetPeakStats(device);
   NoAutocastCache no_cache;
   Forward captured;
-  forward_graph_.capture_begin();
+  graphs_->forward.capture_begin();
   try {
     captured = forward(inputs_);
   } catch (...) {
-    AbandonCapture(forward_graph_);
+    AbandonCapture(graphs_->forward);
     throw;
   }
-  forward_graph_.capture_end();
+  graphs_->forward.capture_end();
   outputs_ = captured.outputs;
   // The backward's buffers come from the forward's pool: its saved
   // activations are freed as the backward consumes them, as in an eager
   // micro-batch.
-  backward_graph_.capture_begin(forward_graph_.pool());
+  graphs_->backward.capture_begin(graphs_->forward.pool());
   try {
     captured.objective.backward();
   } catch (...) {
-    AbandonCapture(backward_graph_);
-    forward_graph_.reset();
+    AbandonCapture(graphs_->backward);
+    graphs_->forward.reset();
     throw;
   }
-  backward_graph_.capture_end();
+  graphs_->backward.capture_end();
   working_set_bytes_ = AllocatedBytes(device).peak - before;
 }
 
@@ -106,11 +113,13 @@ void MicroBatchGraph::Load(const Batch& batch) {
   inputs_.targets.copy_(batch.targets, /*non_blocking=*/true);
 }
 
-void MicroBatchGraph::ReplayForward() { forward_graph_.replay(); }
+void MicroBatchGraph::ReplayForward() { graphs_->forward.replay(); }
 
-void MicroBatchGraph::ReplayBackward() { backward_graph_.replay(); }
+void MicroBatchGraph::ReplayBackward() { graphs_->backward.replay(); }
 
 #else  // A LibTorch without CUDA: nothing can be captured.
+
+struct MicroBatchGraph::Graphs {};
 
 TrainingStream::TrainingStream(const torch::Device&) {}
 

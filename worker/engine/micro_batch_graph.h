@@ -27,6 +27,7 @@
 // micro-batch holds at its peak: working_set_bytes.
 #pragma once
 
+#include <c10/core/StreamGuard.h>
 #include <torch/torch.h>
 
 #include <functional>
@@ -35,11 +36,6 @@
 #include <vector>
 
 #include "worker/engine/dataset.h"
-
-#ifdef ACCUMULUS_WITH_CUDA
-#include <ATen/cuda/CUDAGraph.h>
-#include <c10/cuda/CUDAGuard.h>
-#endif
 
 namespace accumulus::engine {
 
@@ -53,9 +49,7 @@ class TrainingStream {
   TrainingStream& operator=(const TrainingStream&) = delete;
 
  private:
-#ifdef ACCUMULUS_WITH_CUDA
-  std::optional<c10::cuda::CUDAStreamGuard> guard_;
-#endif
+  std::optional<c10::StreamGuard> guard_;
 };
 
 // True where a micro-batch can be captured now: a CUDA build, and the
@@ -94,13 +88,12 @@ class MicroBatchGraph {
   int64_t working_set_bytes() const { return working_set_bytes_; }
 
  private:
+  struct Graphs;  // the forward's and the backward's (CUDA builds only)
+
   Batch inputs_;
   std::vector<torch::Tensor> outputs_;
   int64_t working_set_bytes_ = 0;
-#ifdef ACCUMULUS_WITH_CUDA
-  at::cuda::CUDAGraph forward_graph_;
-  at::cuda::CUDAGraph backward_graph_;
-#endif
+  std::unique_ptr<Graphs> graphs_;
 };
 
 }  // namespace accumulus::engine

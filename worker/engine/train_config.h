@@ -141,7 +141,7 @@ struct TrainConfig {
   // On one CUDA device, a micro-batch's forward and backward run as CUDA
   // graph replays once warmed up (micro_batch_graph.h): the same kernels,
   // issued with two launches instead of hundreds.
-  bool cuda_graphs = true;
+  bool cuda_graphs = false;
   // Dynamic loss scaling (always on for fp16).
   bool loss_scaling = false;
   LossScalerConfig loss_scaler;

@@ -101,7 +101,7 @@ StatusOr<engine::TrainConfig> ToTrainConfig(const v1::TrainerTask& task) {
                 : spec.precision() == v1::PRECISION_FP16 ? engine::Precision::kFp16
                                                          : engine::Precision::kFp32;
   c.loss_scaling = spec.loss_scaling() == v1::LOSS_SCALING_DYNAMIC;
-  c.cuda_graphs = spec.cuda_graphs() != v1::CUDA_GRAPHS_OFF;
+  c.cuda_graphs = spec.cuda_graphs() == v1::CUDA_GRAPHS_ON;
   if (spec.initial_loss_scale() > 0) c.loss_scaler.initial_scale = spec.initial_loss_scale();
   if (spec.loss_scale_growth_interval() > 0) {
     c.loss_scaler.growth_interval = spec.loss_scale_growth_interval();

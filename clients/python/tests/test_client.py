@@ -227,10 +227,22 @@ def test_steps_are_rows_one_per_step(cluster):
         c.wait(job.id)
         rows = c.steps(job.id)
     assert [r["step"] for r in rows] == list(range(1, SMALL_STEPS + 1))
-    assert rows[0]["effective_batch"] == 32
-    assert rows[0]["noise_scale"] == rows[0]["noise_scale"]  # a number, measured (k = 4)
-    assert rows[0]["noise_small_batch"] == 8
-    assert "ranks" not in rows[0]
+    first = rows[0]
+    assert first["effective_batch"] == 32
+    # Measured (k = 4): the first micro-batch against the window. The row's
+    # estimates are the unbiased ones of those two norms (McCandlish et al.,
+    # A.1), and after one window the smoothed ratio is that window's own.
+    b, big = first["noise_small_batch"], first["noise_big_batch"]
+    small_sq, big_sq = first["noise_small_sq_norm"], first["noise_big_sq_norm"]
+    assert (b, big) == (8, 32)
+    assert big_sq > 0
+    gradient_sq = (big * big_sq - b * small_sq) / (big - b)
+    trace = (small_sq - big_sq) / (1 / b - 1 / big)
+    assert first["noise_window_gradient_sq_norm"] == pytest.approx(gradient_sq, rel=1e-9)
+    assert first["noise_window_noise_trace"] == pytest.approx(trace, rel=1e-9)
+    expected = trace / gradient_sq if gradient_sq > 0 else 0
+    assert first["noise_scale"] == pytest.approx(expected, rel=1e-9)
+    assert "ranks" not in first
     assert rows[0]["attempt"] == 1
 
 
