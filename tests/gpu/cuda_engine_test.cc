@@ -10,6 +10,7 @@
 #include <limits>
 #include <thread>
 
+#include "tests/gpu/gpu_test_support.h"
 #include "tests/support/engine_test_support.h"
 #include "tests/support/free_port.h"
 #include "worker/engine/dataset.h"
@@ -32,31 +33,11 @@ namespace {
 
 using testing::MaxRelativeDifference;
 using testing::RecordingSink;
+using testing::SmallMlp;
 using testing::TrainAndCollect;
 namespace F = torch::nn::functional;
 
 const torch::Device kGpu(torch::kCUDA, 0);
-
-// A few steps of SGD with momentum on the MLP: short enough that fp32
-// rounding differences between devices stay at rounding level.
-TrainConfig SmallMlp(const std::string& device) {
-  TrainConfig c;
-  c.model.hidden = {64, 64};
-  c.data.samples = 200;  // global batch 64: three windows of 64 and one of 8
-  c.data.features = 32;
-  c.data.outputs = 5;
-  c.data.seed = 3;
-  c.optimizer.kind = "sgd";
-  c.optimizer.lr = 0.05;
-  c.optimizer.momentum = 0.9;
-  c.micro_batch = 16;
-  c.accumulation_steps = 4;
-  c.epochs = 1;
-  c.seed = 5;
-  c.device = device;
-  c.lr_schedule.kind = "cosine";
-  return c;
-}
 
 std::vector<torch::Tensor> Gradients(torch::nn::Module& module) {
   std::vector<torch::Tensor> grads;
@@ -120,15 +101,8 @@ TEST(CudaWindow, TheHostNeverWaitsForTheGpuInsideAWindow) {
   window.FinishWindow();
   clock->TakeWindow();
 
-  c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_ERROR);
-  std::string error;
-  try {
-    add_micro_batches();
-  } catch (const c10::Error& e) {
-    error = e.what_without_backtrace();
-  }
-  c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_DISABLED);
-  EXPECT_EQ(error, "") << "a synchronizing call inside the window";
+  EXPECT_EQ(testing::SyncErrorIn(add_micro_batches), "")
+      << "a synchronizing call inside the window";
   const WindowResult result = window.FinishWindow();
   EXPECT_EQ(result.loss_items, 128);
   EXPECT_EQ(result.microbatches, 4);

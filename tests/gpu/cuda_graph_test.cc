@@ -3,13 +3,13 @@
 // read the values that change between them (the loss scale), never make the
 // host wait inside a window, and a job says when they started. Every test
 // skips where LibTorch sees no CUDA device.
-#include <c10/cuda/CUDAFunctions.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include <cmath>
 #include <string>
 
+#include "tests/gpu/gpu_test_support.h"
 #include "tests/support/engine_test_support.h"
 #include "worker/engine/dataset.h"
 #include "worker/engine/micro_batch_graph.h"
@@ -70,15 +70,8 @@ TEST(CudaGraphs, AWindowOfReplaysGivesTheBigBatchsGradientWithoutAHostWait) {
   EXPECT_GT(window.graph_working_set_bytes(), 0);
   window.ClearGradients();
 
-  c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_ERROR);
-  std::string error;
-  try {
-    add_window();
-  } catch (const c10::Error& e) {
-    error = e.what_without_backtrace();
-  }
-  c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_DISABLED);
-  EXPECT_EQ(error, "") << "a synchronizing call inside a window of replays";
+  EXPECT_EQ(testing::SyncErrorIn(add_window), "")
+      << "a synchronizing call inside a window of replays";
   const WindowResult result = window.FinishWindow();
   EXPECT_EQ(result.graph_replays, 3);
   EXPECT_EQ(result.loss_items, 116);
@@ -93,24 +86,11 @@ TEST(CudaGraphs, AWindowOfReplaysGivesTheBigBatchsGradientWithoutAHostWait) {
   EXPECT_NEAR(result.loss, F::cross_entropy(model(x.to(kGpu)), y.to(kGpu)).item<double>(), 1e-6);
 }
 
-// The small MLP job of cuda_engine_test.cc: 200 samples, global batch 64 as
-// 16 × 4, so three full windows and a short one of 8.
+// The GPU tests' small MLP job for two epochs (8 steps), with or without
+// graphs.
 TrainConfig SmallMlp(bool cuda_graphs) {
-  TrainConfig c;
-  c.model.hidden = {64, 64};
-  c.data.samples = 200;
-  c.data.features = 32;
-  c.data.outputs = 5;
-  c.data.seed = 3;
-  c.optimizer.kind = "sgd";
-  c.optimizer.lr = 0.05;
-  c.optimizer.momentum = 0.9;
-  c.micro_batch = 16;
-  c.accumulation_steps = 4;
+  TrainConfig c = testing::SmallMlp("cuda:0");
   c.epochs = 2;
-  c.seed = 5;
-  c.device = "cuda:0";
-  c.lr_schedule.kind = "cosine";
   c.cuda_graphs = cuda_graphs;
   return c;
 }
