@@ -6,7 +6,9 @@ namespace accumulus::engine {
 
 TrainConfig ModelUnderTest(const std::string& kind) {
   TrainConfig c;
-  c.model.kind = kind;
+  c.model.kind = kind == "mlp"   ? ModelKind::kMlp
+                 : kind == "cnn" ? ModelKind::kCnn
+                                 : ModelKind::kCharLm;
   c.data.samples = kGlobalBatch;
   c.data.seed = 1;
   if (kind == "mlp") {  // 784-1024-1024-10
@@ -15,7 +17,7 @@ TrainConfig ModelUnderTest(const std::string& kind) {
     c.data.outputs = 10;
   } else if (kind == "cnn") {  // two conv + BatchNorm blocks on 3×32×32
     c.model.hidden = {16, 32};
-    c.data.task = "image_classification";
+    c.data.task = DataTask::kImageClassification;
     c.data.channels = 3;
     c.data.image_size = 32;
     c.data.outputs = 10;
@@ -23,7 +25,7 @@ TrainConfig ModelUnderTest(const std::string& kind) {
     c.model.d_model = 128;
     c.model.heads = 4;
     c.model.layers = 2;
-    c.data.task = "language_modeling";
+    c.data.task = DataTask::kLanguageModeling;
     c.data.sequence_length = 128;
     c.data.min_sequence_length = 128;
   }

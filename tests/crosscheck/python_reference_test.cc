@@ -102,11 +102,11 @@ class PythonReferenceTest : public ::testing::Test {
   // (4 × 4), normalized by the window's tokens.
   TrainConfig RaggedCharLm(int64_t documents) const {
     TrainConfig c;
-    c.model.kind = "charlm";
+    c.model.kind = ModelKind::kCharLm;
     c.model.d_model = 32;
     c.model.heads = 4;
     c.model.layers = 1;
-    c.data.task = "language_modeling";
+    c.data.task = DataTask::kLanguageModeling;
     c.data.samples = documents;
     c.data.sequence_length = 20;
     c.data.min_sequence_length = 2;
@@ -137,7 +137,7 @@ TEST_F(PythonReferenceTest, TorchScriptMlpExportedFromPython) {
       0)
       << output;
   TrainConfig c;
-  c.model.kind = "torchscript";
+  c.model.kind = ModelKind::kTorchScript;
   c.model.path = dir_ + "/net.pt";
   c.data.samples = 100;  // windows of 32, 32, 32, 4 per epoch
   c.data.features = 6;

@@ -40,10 +40,10 @@ TrainConfig Mlp() {
 
 TrainConfig Cnn() {
   TrainConfig c = Mlp();
-  c.model.kind = "cnn";
+  c.model.kind = ModelKind::kCnn;
   c.model.hidden = {8, 16};
-  c.model.norm = "batch";
-  c.data.task = "image_classification";
+  c.model.batch_norm = true;
+  c.data.task = DataTask::kImageClassification;
   c.data.channels = 3;
   c.data.image_size = 16;
   return c;
@@ -51,11 +51,11 @@ TrainConfig Cnn() {
 
 TrainConfig CharLm() {
   TrainConfig c = Mlp();
-  c.model.kind = "charlm";
+  c.model.kind = ModelKind::kCharLm;
   c.model.d_model = 32;
   c.model.heads = 4;
   c.model.layers = 2;
-  c.data.task = "language_modeling";
+  c.data.task = DataTask::kLanguageModeling;
   c.data.sequence_length = 32;
   c.data.min_sequence_length = 8;
   return c;

@@ -21,7 +21,7 @@ using testing::RunTraining;
 TrainConfig Regression() {
   TrainConfig c;
   c.model.hidden = {};  // linear
-  c.data.task = "regression";
+  c.data.task = DataTask::kRegression;
   c.data.samples = 4096;
   c.data.features = 16;
   c.data.outputs = 1;

@@ -27,7 +27,7 @@ TrainConfig Job(const std::string& dir, int64_t attempt) {
   c.data.features = 8;
   c.data.outputs = 3;
   c.data.seed = 4;
-  c.optimizer.kind = "adamw";
+  c.optimizer.kind = OptimizerKind::kAdamW;
   c.optimizer.lr = 0.01;
   c.micro_batch = 4;
   c.accumulation_steps = 2;

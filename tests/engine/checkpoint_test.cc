@@ -19,7 +19,7 @@ using testing::BitIdentical;
 using testing::RecordingSink;
 using testing::RunTraining;
 
-TrainConfig Job(const std::string& optimizer, const std::string& dir) {
+TrainConfig Job(OptimizerKind optimizer, const std::string& dir) {
   TrainConfig c;
   c.model.hidden = {32, 32};
   c.data.samples = 96;
@@ -27,10 +27,10 @@ TrainConfig Job(const std::string& optimizer, const std::string& dir) {
   c.data.outputs = 3;
   c.data.seed = 4;
   c.optimizer.kind = optimizer;
-  c.optimizer.lr = optimizer == "sgd" ? 0.1 : 0.01;
+  c.optimizer.lr = optimizer == OptimizerKind::kSgd ? 0.1 : 0.01;
   c.optimizer.momentum = 0.9;
   c.optimizer.weight_decay = 0.01;
-  c.lr_schedule.kind = "cosine";
+  c.lr_schedule.kind = LrScheduleKind::kCosine;
   c.lr_schedule.warmup_steps = 2;
   c.micro_batch = 4;
   c.accumulation_steps = 4;
@@ -58,7 +58,7 @@ std::vector<std::string> CheckpointFiles(const std::string& dir) {
   return out;
 }
 
-class Checkpoints : public ::testing::TestWithParam<std::string> {
+class Checkpoints : public ::testing::TestWithParam<OptimizerKind> {
  protected:
   const testing::TempDir temp_;
   const std::string dir_ = temp_.path() + "/job";
@@ -136,7 +136,8 @@ TEST_P(Checkpoints, AGracefulStopCheckpointsWhereItStops) {
   EXPECT_TRUE(BitIdentical(resumed->parameters, reference->parameters));
 }
 
-INSTANTIATE_TEST_SUITE_P(Optimizers, Checkpoints, ::testing::Values("sgd", "adamw"));
+INSTANTIATE_TEST_SUITE_P(Optimizers, Checkpoints,
+                         ::testing::Values(OptimizerKind::kSgd, OptimizerKind::kAdamW));
 
 class CheckpointDamage : public Checkpoints {
  protected:
@@ -146,14 +147,14 @@ class CheckpointDamage : public Checkpoints {
     crash.after_backward = [](int64_t step, const std::vector<torch::Tensor>&) {
       if (step == 10) throw std::runtime_error("killed");
     };
-    ASSERT_FALSE(RunTraining(Job("adamw", dir_), crash)->status.ok());
+    ASSERT_FALSE(RunTraining(Job(OptimizerKind::kAdamW, dir_), crash)->status.ok());
   }
 
   // Resumes, expecting step `from` and the uninterrupted result, and
   // returns what the run said about the checkpoints it passed over.
   std::string ResumeExpecting(int64_t from) {
-    const auto reference = RunTraining(Job("adamw", ""));
-    const auto resumed = RunTraining(Job("adamw", dir_));
+    const auto reference = RunTraining(Job(OptimizerKind::kAdamW, ""));
+    const auto resumed = RunTraining(Job(OptimizerKind::kAdamW, dir_));
     EXPECT_TRUE(resumed->status.ok()) << resumed->status.ToString();
     EXPECT_EQ(resumed->sink.run.resumed_from_step, from);
     EXPECT_TRUE(BitIdentical(resumed->parameters, reference->parameters));
@@ -187,7 +188,7 @@ TEST_F(CheckpointDamage, EveryCheckpointUnreadableStartsAfresh) {
 }
 
 TEST_F(CheckpointDamage, AnotherRunsCheckpointIsNotResumed) {
-  TrainConfig other = Job("adamw", dir_);
+  TrainConfig other = Job(OptimizerKind::kAdamW, dir_);
   other.seed = 10;
   const auto run = RunTraining(other);
   ASSERT_TRUE(run->status.ok());
@@ -200,7 +201,7 @@ TEST_F(CheckpointDamage, AnotherRunsCheckpointIsNotResumed) {
 // A job's checkpoints name it: another job (its directory copied, or a
 // shared one) never resumes them, even on the same trajectory.
 TEST_F(CheckpointDamage, AnotherJobsCheckpointIsNotResumed) {
-  TrainConfig same = Job("adamw", dir_);
+  TrainConfig same = Job(OptimizerKind::kAdamW, dir_);
   same.job_id = "job-other";
   const auto run = RunTraining(same);
   ASSERT_TRUE(run->status.ok());
@@ -213,7 +214,7 @@ TEST_F(CheckpointDamage, AnotherJobsCheckpointIsNotResumed) {
 
 TEST(CheckpointRetention, KeepsTheNewestK) {
   const testing::TempDir temp;
-  TrainConfig c = Job("sgd", temp.path());
+  TrainConfig c = Job(OptimizerKind::kSgd, temp.path());
   c.checkpoint_every_steps = 1;
   c.checkpoint_keep = 2;
   ASSERT_TRUE(RunTraining(c)->status.ok());

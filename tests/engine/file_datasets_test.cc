@@ -34,7 +34,7 @@ class FileDatasetTest : public ::testing::Test {
 
 TEST_F(FileDatasetTest, CsvWithHeaderReadsFeaturesAndTheNamedLabel) {
   DataConfig c;
-  c.kind = "csv";
+  c.kind = DataKind::kCsv;
   c.path = Write("t.csv", "label,a,b\r\n1,0.5,2\n0,-1,3.25\n\n2,4,5\n");
   c.label_column = "label";
   auto data = LoadCsvDataset(c);
@@ -49,8 +49,8 @@ TEST_F(FileDatasetTest, CsvWithHeaderReadsFeaturesAndTheNamedLabel) {
 
 TEST_F(FileDatasetTest, CsvRegressionTakesTheLastColumnByDefault) {
   DataConfig c;
-  c.kind = "csv";
-  c.task = "regression";
+  c.kind = DataKind::kCsv;
+  c.task = DataTask::kRegression;
   c.path = Write("r.csv", "1,2,0.25\n3,4,0.5\n");
   auto data = LoadCsvDataset(c);
   ASSERT_TRUE(data.ok()) << data.status().ToString();
@@ -59,7 +59,7 @@ TEST_F(FileDatasetTest, CsvRegressionTakesTheLastColumnByDefault) {
 
 TEST_F(FileDatasetTest, MalformedCsvNamesFileLineAndExpectation) {
   DataConfig c;
-  c.kind = "csv";
+  c.kind = DataKind::kCsv;
   c.path = Write("bad.csv", "1,2,0\n3,4\n");
   EXPECT_EQ(LoadCsvDataset(c).status().message(),
             c.path + ":2: expected 3 comma-separated columns, found 2");
@@ -76,7 +76,7 @@ TEST_F(FileDatasetTest, MalformedCsvNamesFileLineAndExpectation) {
 
 TEST_F(FileDatasetTest, NonFiniteValuesAreRefusedWithLineAndColumn) {
   DataConfig c;
-  c.kind = "csv";
+  c.kind = DataKind::kCsv;
   for (const char* value : {"nan", "-inf", "INF", "1e999", "NaN", "1e300", "-4e38"}) {
     c.path = Write("nonfinite.csv", std::string("a,b,label\n1,2,0\n\n3,") + value + ",1\n");
     EXPECT_EQ(LoadCsvDataset(c).status().message(),
@@ -89,7 +89,7 @@ TEST_F(FileDatasetTest, NonFiniteValuesAreRefusedWithLineAndColumn) {
 
 TEST_F(FileDatasetTest, LabelsOutsideTheDeclaredClassesAreRefusedWithTheirLine) {
   DataConfig c;
-  c.kind = "csv";
+  c.kind = DataKind::kCsv;
   c.outputs = 3;
   c.path = Write("classes.csv", "1,2,0\n1,2,2\n\n1,2,3\n");
   EXPECT_EQ(
@@ -105,7 +105,7 @@ TEST_F(FileDatasetTest, LabelsOutsideTheDeclaredClassesAreRefusedWithTheirLine) 
   EXPECT_EQ((*data)->shape().outputs, 4);
 
   DataConfig idx;
-  idx.kind = "idx";
+  idx.kind = DataKind::kIdx;
   idx.outputs = 5;
   idx.path = Write("images.idx3", Idx({3, 2, 2}, std::vector<uint8_t>(12)));
   idx.labels_path = Write("labels.idx1", Idx({3}, {4, 0, 9}));
@@ -116,7 +116,7 @@ TEST_F(FileDatasetTest, LabelsOutsideTheDeclaredClassesAreRefusedWithTheirLine) 
 
 TEST_F(FileDatasetTest, AnErrorNeverQuotesTheFile) {
   DataConfig c;
-  c.kind = "csv";
+  c.kind = DataKind::kCsv;
   c.outputs = 2;
   const std::string secret = "hunter2-the-admin-password";
   for (const std::string& body :
@@ -131,7 +131,7 @@ TEST_F(FileDatasetTest, AnErrorNeverQuotesTheFile) {
 
 TEST_F(FileDatasetTest, IdxImagesAndLabelsRoundTrip) {
   DataConfig c;
-  c.kind = "idx";
+  c.kind = DataKind::kIdx;
   std::vector<uint8_t> pixels(2 * 4 * 4);
   for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>(i * 7);
   c.path = Write("images.idx3", Idx({2, 4, 4}, pixels));
@@ -149,7 +149,7 @@ TEST_F(FileDatasetTest, IdxImagesAndLabelsRoundTrip) {
 
 TEST_F(FileDatasetTest, GarbledIdxNamesTheByteOffset) {
   DataConfig c;
-  c.kind = "idx";
+  c.kind = DataKind::kIdx;
   c.labels_path = Write("labels.idx1", Idx({2}, {0, 1}));
   std::string wrong_type = Idx({2, 2, 2}, std::vector<uint8_t>(8));
   wrong_type[2] = 0x0D;  // float
@@ -166,7 +166,7 @@ TEST_F(FileDatasetTest, GarbledIdxNamesTheByteOffset) {
 
 TEST_F(FileDatasetTest, TokenDocumentsArePaddedAndTargetsSkipPadding) {
   DataConfig c;
-  c.kind = "tokens";
+  c.kind = DataKind::kTokens;
   c.sequence_length = 4;
   c.separator = 0;
   // Documents "ab", "cdefgh" (longer than 4+1: continues), "x" (too short).
@@ -187,8 +187,8 @@ TEST_F(FileDatasetTest, TokenDocumentsArePaddedAndTargetsSkipPadding) {
 
 TEST_F(FileDatasetTest, Uint16TokensNeedAnEvenByteCount) {
   DataConfig c;
-  c.kind = "tokens";
-  c.token_dtype = "uint16";
+  c.kind = DataKind::kTokens;
+  c.token_dtype = TokenDtype::kUint16;
   c.path = Write("odd.bin", std::string("abc"));
   EXPECT_NE(LoadTokenDataset(c).status().message().find("not a whole number of uint16 tokens"),
             std::string::npos);
@@ -203,7 +203,7 @@ TEST_F(FileDatasetTest, TrainsAnMlpOnACsvFile) {
     csv += std::to_string(x) + "," + std::to_string(1 - x) + "," + (x > 0.45 ? "1" : "0") + "\n";
   }
   TrainConfig c;
-  c.data.kind = "csv";
+  c.data.kind = DataKind::kCsv;
   c.data.path = Write("train.csv", csv);
   c.model.hidden = {8};
   c.optimizer.lr = 0.5;

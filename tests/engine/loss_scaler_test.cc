@@ -43,7 +43,7 @@ TrainConfig Config() {
   c.accumulation_steps = 4;
   c.epochs = 1;  // 8 steps
   c.seed = 9;
-  c.lr_schedule.kind = "cosine";
+  c.lr_schedule.kind = LrScheduleKind::kCosine;
   return c;
 }
 

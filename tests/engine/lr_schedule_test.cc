@@ -16,7 +16,7 @@ TEST(LearningRate, WarmupIsLinearInOptimizerSteps) {
 
 TEST(LearningRate, CosineMatchesTheClosedForm) {
   LrScheduleConfig c;
-  c.kind = "cosine";
+  c.kind = LrScheduleKind::kCosine;
   c.warmup_steps = 10;
   c.min_lr_ratio = 0.1;
   const int64_t total = 110;
@@ -30,7 +30,7 @@ TEST(LearningRate, CosineMatchesTheClosedForm) {
 
 TEST(LearningRate, LinearDecayEndsAtTheFloor) {
   LrScheduleConfig c;
-  c.kind = "linear";
+  c.kind = LrScheduleKind::kLinear;
   EXPECT_DOUBLE_EQ(LearningRate(c, 1.0, 0, 11), 1.0);
   EXPECT_DOUBLE_EQ(LearningRate(c, 1.0, 5, 11), 0.5);
   EXPECT_DOUBLE_EQ(LearningRate(c, 1.0, 10, 11), 0.0);

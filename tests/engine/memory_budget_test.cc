@@ -38,10 +38,10 @@ TrainConfig WideMlp() {
 // (with the MLP above, the accumulated gradients would).
 TrainConfig SmallCnn() {
   TrainConfig c = WideMlp();
-  c.model.kind = "cnn";
+  c.model.kind = ModelKind::kCnn;
   c.model.hidden = {16, 32};
-  c.model.norm = "none";
-  c.data.task = "image_classification";
+  c.model.batch_norm = false;
+  c.data.task = DataTask::kImageClassification;
   c.data.channels = 3;
   c.data.image_size = 16;
   return c;
@@ -120,7 +120,7 @@ TEST(AutoMicroBatch, PicksTheLargestThatFitsAndTrainsLikeThatSplitGivenExplicitl
 
 TEST(AutoMicroBatch, TheProbeLeavesBatchNormStatisticsAndTheGeneratorAsItFoundThem) {
   TrainConfig c = SmallCnn();
-  c.model.norm = "batch";
+  c.model.batch_norm = true;
   ProbeSetup setup(c);
   Model* model = setup.model.get();
   std::vector<torch::Tensor> buffers_before;

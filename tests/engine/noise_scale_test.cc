@@ -177,11 +177,11 @@ TEST(NoiseScale, OneMicroBatchOnOneRankIsNotMeasured) {
 // (at fixed parameters: lr 0).
 TrainConfig CharLm(int64_t micro, int64_t accumulation) {
   TrainConfig c;
-  c.model.kind = "charlm";
+  c.model.kind = ModelKind::kCharLm;
   c.model.d_model = 16;
   c.model.heads = 2;
   c.model.layers = 1;
-  c.data.task = "language_modeling";
+  c.data.task = DataTask::kLanguageModeling;
   c.data.samples = 256;
   c.data.sequence_length = 16;
   c.data.min_sequence_length = 2;

@@ -95,10 +95,10 @@ TEST_F(ThreadSplitTest, APassLongerThanARoundGetsOneRound) {
 
 TrainConfig BatchNormCnn() {
   TrainConfig c;
-  c.model.kind = "cnn";
+  c.model.kind = ModelKind::kCnn;
   c.model.hidden = {8, 16};
-  c.model.norm = "batch";
-  c.data.task = "image_classification";
+  c.model.batch_norm = true;
+  c.data.task = DataTask::kImageClassification;
   c.data.channels = 3;
   c.data.image_size = 8;
   c.data.outputs = 4;

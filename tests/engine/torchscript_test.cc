@@ -35,7 +35,7 @@ def forward(self, x):
 
   TrainConfig Config(int64_t micro, int64_t accumulation) {
     TrainConfig c;
-    c.model.kind = "torchscript";
+    c.model.kind = ModelKind::kTorchScript;
     c.model.path = model_path_;
     c.data.samples = 100;
     c.data.features = 6;

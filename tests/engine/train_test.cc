@@ -20,7 +20,7 @@ using testing::RecordingSink;
 using testing::TrainAndCollect;
 namespace F = torch::nn::functional;
 
-TrainConfig SmallConfig(int64_t micro, int64_t accumulation, const std::string& optimizer) {
+TrainConfig SmallConfig(int64_t micro, int64_t accumulation, OptimizerKind optimizer) {
   TrainConfig c;
   c.model.hidden = {16};
   c.data.samples = 100;  // global batch 32: windows of 32, 32, 32 and a short 4
@@ -28,8 +28,8 @@ TrainConfig SmallConfig(int64_t micro, int64_t accumulation, const std::string& 
   c.data.outputs = 3;
   c.data.seed = 11;
   c.optimizer.kind = optimizer;
-  c.optimizer.lr = optimizer == "sgd" ? 0.1 : 0.01;
-  c.optimizer.momentum = optimizer == "sgd" ? 0.9 : 0;
+  c.optimizer.lr = optimizer == OptimizerKind::kSgd ? 0.1 : 0.01;
+  c.optimizer.momentum = optimizer == OptimizerKind::kSgd ? 0.9 : 0;
   c.optimizer.weight_decay = 0.01;
   c.micro_batch = micro;
   c.accumulation_steps = accumulation;
@@ -45,7 +45,7 @@ std::vector<torch::Tensor> FullBatchReference(const TrainConfig& c) {
   torch::manual_seed(c.seed);
   std::unique_ptr<Model> model = *BuildModel(c.model, data->shape());
   std::unique_ptr<torch::optim::Optimizer> optimizer;
-  if (c.optimizer.kind == "sgd") {
+  if (c.optimizer.kind == OptimizerKind::kSgd) {
     optimizer = std::make_unique<torch::optim::SGD>(model->Parameters(),
                                                     torch::optim::SGDOptions(c.optimizer.lr)
                                                         .momentum(c.optimizer.momentum)
@@ -77,7 +77,7 @@ std::vector<torch::Tensor> FullBatchReference(const TrainConfig& c) {
     const torch::Tensor outputs = model->Forward(batch.inputs);
     // PyTorch's own mean losses over the whole window: for tokens, the mean
     // over the targets that are not ignore_index.
-    if (c.data.task == "language_modeling") {
+    if (c.data.task == DataTask::kLanguageModeling) {
       F::cross_entropy(outputs.reshape({-1, outputs.size(-1)}), batch.targets.reshape({-1}),
                        F::CrossEntropyFuncOptions().ignore_index(kIgnoreIndex))
           .backward();
@@ -92,7 +92,7 @@ std::vector<torch::Tensor> FullBatchReference(const TrainConfig& c) {
   return params;
 }
 
-class TrainEquivalence : public ::testing::TestWithParam<std::string> {};
+class TrainEquivalence : public ::testing::TestWithParam<OptimizerKind> {};
 
 TEST_P(TrainEquivalence, EverySplitMatchesTheFullBatchLoop) {
   const std::vector<torch::Tensor> reference = FullBatchReference(SmallConfig(32, 1, GetParam()));
@@ -105,15 +105,16 @@ TEST_P(TrainEquivalence, EverySplitMatchesTheFullBatchLoop) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Optimizers, TrainEquivalence, ::testing::Values("sgd", "adamw"));
+INSTANTIATE_TEST_SUITE_P(Optimizers, TrainEquivalence,
+                         ::testing::Values(OptimizerKind::kSgd, OptimizerKind::kAdamW));
 
 class PartialWindowEquivalence : public ::testing::TestWithParam<PartialWindow> {};
 
 TEST_P(PartialWindowEquivalence, EverySplitMatchesTheFullBatchLoop) {
   auto config = [](int64_t micro, int64_t accumulation) {
-    TrainConfig c = SmallConfig(micro, accumulation, "sgd");
+    TrainConfig c = SmallConfig(micro, accumulation, OptimizerKind::kSgd);
     c.partial_window = GetParam();
-    c.lr_schedule.kind = "cosine";
+    c.lr_schedule.kind = LrScheduleKind::kCosine;
     c.lr_schedule.warmup_steps = 2;
     c.epochs = 3;
     return c;
@@ -136,7 +137,7 @@ TEST(Train, PlansAndReportsStepsOfThePolicy) {
   const std::vector<std::pair<PartialWindow, int64_t>> expected = {
       {PartialWindow::kNormalize, 12}, {PartialWindow::kDrop, 9}, {PartialWindow::kCarry, 10}};
   for (const auto& [policy, steps] : expected) {
-    TrainConfig c = SmallConfig(8, 4, "sgd");
+    TrainConfig c = SmallConfig(8, 4, OptimizerKind::kSgd);
     c.partial_window = policy;
     c.epochs = 3;
     RecordingSink sink;
@@ -147,8 +148,8 @@ TEST(Train, PlansAndReportsStepsOfThePolicy) {
 }
 
 TEST(Train, StepsTheLearningRateOncePerOptimizerStep) {
-  TrainConfig c = SmallConfig(4, 8, "sgd");
-  c.lr_schedule.kind = "cosine";
+  TrainConfig c = SmallConfig(4, 8, OptimizerKind::kSgd);
+  c.lr_schedule.kind = LrScheduleKind::kCosine;
   c.lr_schedule.warmup_steps = 3;
   RecordingSink sink;
   TrainAndCollect(c, &sink);
@@ -161,7 +162,7 @@ TEST(Train, StepsTheLearningRateOncePerOptimizerStep) {
 }
 
 TEST(Train, LinearScalingMultipliesTheLrByGlobalOverBaseBatch) {
-  TrainConfig c = SmallConfig(8, 4, "sgd");
+  TrainConfig c = SmallConfig(8, 4, OptimizerKind::kSgd);
   c.lr_scaling = LrScaling::kLinear;
   c.base_batch = 8;
   RecordingSink sink;
@@ -170,7 +171,7 @@ TEST(Train, LinearScalingMultipliesTheLrByGlobalOverBaseBatch) {
 }
 
 TEST(Train, NominalBatchRampsAccumulationAndReportsIt) {
-  TrainConfig c = SmallConfig(4, 0, "sgd");
+  TrainConfig c = SmallConfig(4, 0, OptimizerKind::kSgd);
   c.nominal_batch = 16;  // full accumulation 4
   c.lr_schedule.warmup_steps = 3;
   RecordingSink sink;
@@ -183,7 +184,7 @@ TEST(Train, NominalBatchRampsAccumulationAndReportsIt) {
 }
 
 TEST(Train, TutorialNormalizationDiffersOnShortWindows) {
-  TrainConfig exact = SmallConfig(8, 4, "sgd");
+  TrainConfig exact = SmallConfig(8, 4, OptimizerKind::kSgd);
   TrainConfig tutorial = exact;
   tutorial.normalization = Normalization::kPerMicrobatchMean;
   RecordingSink a, b;
@@ -198,7 +199,7 @@ TEST(Train, TutorialNormalizationDiffersOnShortWindows) {
 
 TEST(Train, ReportsOneStepPerWindowWithTheWindowsCounts) {
   RecordingSink sink;
-  TrainAndCollect(SmallConfig(8, 4, "sgd"), &sink);
+  TrainAndCollect(SmallConfig(8, 4, OptimizerKind::kSgd), &sink);
   EXPECT_EQ(sink.run.steps_per_epoch, 4);
   EXPECT_EQ(sink.run.steps_total, 8);
   ASSERT_EQ(sink.steps.size(), 8u);
@@ -218,8 +219,8 @@ TEST(Train, ReportsOneStepPerWindowWithTheWindowsCounts) {
 
 TEST(Train, ReportedLossDoesNotDependOnTheSplit) {
   RecordingSink one, many;
-  TrainAndCollect(SmallConfig(32, 1, "sgd"), &one);
-  TrainAndCollect(SmallConfig(4, 8, "sgd"), &many);
+  TrainAndCollect(SmallConfig(32, 1, OptimizerKind::kSgd), &one);
+  TrainAndCollect(SmallConfig(4, 8, OptimizerKind::kSgd), &many);
   ASSERT_EQ(one.steps.size(), many.steps.size());
   for (size_t i = 0; i < one.steps.size(); ++i) {
     EXPECT_NEAR(many.steps[i].loss, one.steps[i].loss, 1e-5 * one.steps[i].loss) << "step " << i;
@@ -231,7 +232,7 @@ TEST(Train, StopsAtAWindowBoundaryWhenAsked) {
   RecordingSink sink;
   TrainOptions options;
   options.stop_requested = &stop;
-  const Status status = engine::Train(SmallConfig(8, 4, "sgd"), &sink, options);
+  const Status status = engine::Train(SmallConfig(8, 4, OptimizerKind::kSgd), &sink, options);
   EXPECT_EQ(status.code(), StatusCode::kCancelled);
   EXPECT_TRUE(sink.steps.empty());
 }
@@ -244,7 +245,7 @@ namespace {
 
 TEST(Train, RejectsADeviceItCannotUse) {
   RecordingSink sink;
-  TrainConfig config = SmallConfig(8, 4, "sgd");
+  TrainConfig config = SmallConfig(8, 4, OptimizerKind::kSgd);
   config.device = "abacus:0";
   EXPECT_EQ(engine::Train(config, &sink).code(), StatusCode::kInvalidArgument);
   if (!torch::cuda::is_available()) {
@@ -261,12 +262,12 @@ TEST(Train, RejectsADeviceItCannotUse) {
 namespace accumulus::engine {
 namespace {
 
-TrainConfig CnnConfig(int64_t micro, int64_t accumulation, const std::string& norm) {
-  TrainConfig c = SmallConfig(micro, accumulation, "sgd");
-  c.model.kind = "cnn";
+TrainConfig CnnConfig(int64_t micro, int64_t accumulation, bool batch_norm) {
+  TrainConfig c = SmallConfig(micro, accumulation, OptimizerKind::kSgd);
+  c.model.kind = ModelKind::kCnn;
   c.model.hidden = {4, 8};
-  c.model.norm = norm;
-  c.data.task = "image_classification";
+  c.model.batch_norm = batch_norm;
+  c.data.task = DataTask::kImageClassification;
   c.data.channels = 3;
   c.data.image_size = 8;
   c.data.outputs = 3;
@@ -280,12 +281,12 @@ TrainConfig CnnConfig(int64_t micro, int64_t accumulation, const std::string& no
 // by sqrt(v) turns that rounding noise into full-size, sign-random updates —
 // equal gradients, unequal parameters.
 TrainConfig CharLmConfig(int64_t micro, int64_t accumulation, Normalization normalization) {
-  TrainConfig c = SmallConfig(micro, accumulation, "sgd");
-  c.model.kind = "charlm";
+  TrainConfig c = SmallConfig(micro, accumulation, OptimizerKind::kSgd);
+  c.model.kind = ModelKind::kCharLm;
   c.model.d_model = 32;
   c.model.heads = 4;
   c.model.layers = 1;
-  c.data.task = "language_modeling";
+  c.data.task = DataTask::kLanguageModeling;
   c.data.samples = 64;  // two windows of 32 documents
   c.data.sequence_length = 24;
   c.data.min_sequence_length = 2;  // very ragged: 2..24 tokens
@@ -295,10 +296,11 @@ TrainConfig CharLmConfig(int64_t micro, int64_t accumulation, Normalization norm
 }
 
 TEST(Cnn, WithoutBatchNormEverySplitMatchesTheFullBatchLoop) {
-  const auto reference = FullBatchReference(CnnConfig(32, 1, "none"));
+  const auto reference = FullBatchReference(CnnConfig(32, 1, /*batch_norm=*/false));
   for (auto [micro, accumulation] : {std::pair<int64_t, int64_t>{8, 4}, {4, 8}}) {
     RecordingSink sink;
-    const auto params = TrainAndCollect(CnnConfig(micro, accumulation, "none"), &sink);
+    const auto params =
+        TrainAndCollect(CnnConfig(micro, accumulation, /*batch_norm=*/false), &sink);
     EXPECT_LE(MaxRelativeDifference(params, reference), 1e-5) << "micro " << micro;
     EXPECT_TRUE(sink.logs.empty());
   }
@@ -306,7 +308,7 @@ TEST(Cnn, WithoutBatchNormEverySplitMatchesTheFullBatchLoop) {
 
 TEST(Cnn, BatchNormWithASmallMicroBatchIsWarnedAbout) {
   RecordingSink sink;
-  TrainAndCollect(CnnConfig(4, 8, "batch"), &sink);
+  TrainAndCollect(CnnConfig(4, 8, /*batch_norm=*/true), &sink);
   ASSERT_EQ(sink.logs.size(), 1u);
   EXPECT_NE(sink.logs[0].find("BatchNorm"), std::string::npos) << sink.logs[0];
   EXPECT_NE(sink.logs[0].find("micro_batch is 4"), std::string::npos) << sink.logs[0];
@@ -350,9 +352,9 @@ class ModelPolicyMatrix : public ::testing::TestWithParam<ModelPolicy> {};
 TEST_P(ModelPolicyMatrix, SplitRunsMatchTheFullBatchLoop) {
   const auto& [model, policy] = GetParam();
   auto config = [model = model, policy = policy](int64_t micro, int64_t accumulation) {
-    TrainConfig c = model == "cnn"      ? CnnConfig(micro, accumulation, "none")
+    TrainConfig c = model == "cnn"      ? CnnConfig(micro, accumulation, /*batch_norm=*/false)
                     : model == "charlm" ? CharLmConfig(micro, accumulation, Normalization::kExact)
-                                        : SmallConfig(micro, accumulation, "sgd");
+                                        : SmallConfig(micro, accumulation, OptimizerKind::kSgd);
     c.data.samples = model == "charlm" ? 40 : 72;  // short windows under every policy
     c.partial_window = policy;
     c.epochs = 2;
@@ -368,7 +370,7 @@ TEST_P(ModelPolicyMatrix, SplitRunsMatchTheFullBatchLoop) {
 // took some, and together no more than the whole step.
 TEST(StepReport, ThePhasesOfAWindowAreWithinItsTime) {
   RecordingSink sink;
-  TrainAndCollect(SmallConfig(8, 4, "adamw"), &sink);
+  TrainAndCollect(SmallConfig(8, 4, OptimizerKind::kAdamW), &sink);
   ASSERT_FALSE(sink.steps.empty());
   for (const StepReport& s : sink.steps) {
     EXPECT_GT(s.forward_seconds, 0) << "step " << s.step;

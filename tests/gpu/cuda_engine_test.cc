@@ -204,14 +204,14 @@ TEST(CudaMixedPrecision, Fp16OverflowSkipsTheStepBacksOffAndHoldsTheSchedule) {
 // batch they add up to.
 int64_t CudaWindowPeak(int64_t micro, int64_t accumulation) {
   TrainConfig c;
-  c.model.kind = "cnn";
+  c.model.kind = ModelKind::kCnn;
   c.model.hidden = {32, 64};
-  c.data.task = "image_classification";
+  c.data.task = DataTask::kImageClassification;
   c.data.channels = 3;
   c.data.image_size = 32;
   c.data.outputs = 10;
   c.data.samples = 2 * 16 * 8;
-  c.optimizer.kind = "sgd";
+  c.optimizer.kind = OptimizerKind::kSgd;
   c.optimizer.lr = 0.01;
   c.optimizer.momentum = 0.9;
   c.micro_batch = micro;
@@ -244,7 +244,7 @@ TrainConfig WideMlpOnGpu() {
   c.data.features = 1024;
   c.data.outputs = 10;
   c.data.seed = 2;
-  c.optimizer.kind = "sgd";
+  c.optimizer.kind = OptimizerKind::kSgd;
   c.optimizer.lr = 0.01;
   c.optimizer.momentum = 0.9;
   c.micro_batch = 8192;

@@ -162,15 +162,15 @@ TEST(CudaGraphs, ReplaysReadTheLossScaleOfTheirWindow) {
 // run-to-run scatter's order rather than bit equality.
 TrainConfig SmallCnn(bool cuda_graphs) {
   TrainConfig c;
-  c.model.kind = "cnn";
+  c.model.kind = ModelKind::kCnn;
   c.model.hidden = {16, 32};
-  c.data.task = "image_classification";
+  c.data.task = DataTask::kImageClassification;
   c.data.channels = 3;
   c.data.image_size = 16;
   c.data.outputs = 10;
   c.data.samples = 160;
   c.data.seed = 4;
-  c.optimizer.kind = "sgd";
+  c.optimizer.kind = OptimizerKind::kSgd;
   c.optimizer.lr = 0.02;
   c.optimizer.momentum = 0.9;
   c.micro_batch = 8;
@@ -184,17 +184,17 @@ TrainConfig SmallCnn(bool cuda_graphs) {
 
 TrainConfig SmallCharLm(bool cuda_graphs) {
   TrainConfig c;
-  c.model.kind = "charlm";
+  c.model.kind = ModelKind::kCharLm;
   c.model.d_model = 64;
   c.model.heads = 4;
   c.model.layers = 2;
   c.model.checkpoint_activations = true;
-  c.data.task = "language_modeling";
+  c.data.task = DataTask::kLanguageModeling;
   c.data.samples = 96;
   c.data.sequence_length = 32;
   c.data.min_sequence_length = 8;
   c.data.seed = 8;
-  c.optimizer.kind = "adamw";
+  c.optimizer.kind = OptimizerKind::kAdamW;
   c.optimizer.lr = 1e-3;
   c.micro_batch = 4;
   c.accumulation_steps = 4;

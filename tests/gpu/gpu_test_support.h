@@ -23,7 +23,7 @@ inline engine::TrainConfig SmallMlp(const std::string& device) {
   c.data.features = 32;
   c.data.outputs = 5;
   c.data.seed = 3;
-  c.optimizer.kind = "sgd";
+  c.optimizer.kind = engine::OptimizerKind::kSgd;
   c.optimizer.lr = 0.05;
   c.optimizer.momentum = 0.9;
   c.micro_batch = 16;
@@ -31,7 +31,7 @@ inline engine::TrainConfig SmallMlp(const std::string& device) {
   c.epochs = 1;
   c.seed = 5;
   c.device = device;
-  c.lr_schedule.kind = "cosine";
+  c.lr_schedule.kind = engine::LrScheduleKind::kCosine;
   return c;
 }
 

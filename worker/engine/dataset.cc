@@ -15,7 +15,7 @@ std::unique_ptr<Dataset> Features(const DataConfig& config, at::Generator& gen) 
   torch::Tensor inputs = at::randn({config.samples, config.features}, gen);
   const torch::Tensor teacher = at::randn({config.features, config.outputs}, gen);
   const torch::Tensor scores = inputs.matmul(teacher);
-  torch::Tensor targets = config.task == "classification"
+  torch::Tensor targets = config.task == DataTask::kClassification
                               ? scores.argmax(/*dim=*/1)
                               : scores + config.noise * at::randn(scores.sizes(), gen);
   DataShape shape;
@@ -82,23 +82,35 @@ Batch TensorDataset::Gather(const torch::Tensor& indices) const {
 }
 
 StatusOr<std::unique_ptr<Dataset>> MakeDataset(const DataConfig& config) {
-  if (config.kind == "synthetic") return MakeSyntheticDataset(config);
-  if (config.kind == "csv") return LoadCsvDataset(config);
-  if (config.kind == "idx") return LoadIdxDataset(config);
-  if (config.kind == "tokens") return LoadTokenDataset(config);
-  return Status::InvalidArgument("data.kind \"" + config.kind + "\" is not a data set kind");
+  switch (config.kind) {
+    case DataKind::kSynthetic:
+      return MakeSyntheticDataset(config);
+    case DataKind::kCsv:
+      return LoadCsvDataset(config);
+    case DataKind::kIdx:
+      return LoadIdxDataset(config);
+    case DataKind::kTokens:
+      return LoadTokenDataset(config);
+  }
+  return Status::Internal("data.kind: unknown value " +
+                          std::to_string(static_cast<int>(config.kind)));
 }
 
 StatusOr<std::unique_ptr<Dataset>> MakeSyntheticDataset(const DataConfig& config) {
   // A private generator: the data must not depend on what else drew random
   // numbers in this process (model initialization uses the global one).
   at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(config.seed);
-  if (config.task == "classification" || config.task == "regression") {
-    return Features(config, gen);
+  switch (config.task) {
+    case DataTask::kClassification:
+    case DataTask::kRegression:
+      return Features(config, gen);
+    case DataTask::kImageClassification:
+      return Images(config, gen);
+    case DataTask::kLanguageModeling:
+      return Text(config, gen);
   }
-  if (config.task == "image_classification") return Images(config, gen);
-  if (config.task == "language_modeling") return Text(config, gen);
-  return Status::InvalidArgument("data.task \"" + config.task + "\" is not a synthetic task");
+  return Status::Internal("data.task: unknown value " +
+                          std::to_string(static_cast<int>(config.task)));
 }
 
 Batch ToDevice(Batch batch, const torch::Device& device) {

@@ -34,7 +34,7 @@ StatusOr<std::unique_ptr<Dataset>> LoadCsvDataset(const DataConfig& config) {
   data::CsvConfig csv;
   csv.path = config.path;
   csv.label_column = config.label_column;
-  csv.classification = config.task == "classification";
+  csv.classification = config.task == DataTask::kClassification;
   csv.declared_classes = csv.classification ? config.outputs : 0;
   StatusOr<data::CsvTable> table = data::ParseCsv(*text, csv);
   if (!table.ok()) return table.status();
@@ -86,8 +86,8 @@ StatusOr<std::unique_ptr<Dataset>> LoadTokenDataset(const DataConfig& config) {
   if (!bytes.ok()) return bytes.status();
   data::TokenConfig tokens;
   tokens.path = config.path;
-  tokens.uint16 = config.token_dtype == "uint16";
-  tokens.blocks = config.token_layout == "blocks";
+  tokens.uint16 = config.token_dtype == TokenDtype::kUint16;
+  tokens.blocks = config.token_layout == TokenLayout::kBlocks;
   tokens.separator = config.separator;
   tokens.sequence_length = config.sequence_length;
   StatusOr<data::TokenSamples> split = data::SplitTokens(*bytes, tokens);

@@ -34,9 +34,12 @@ LossSum SumLoss(LossKind kind, const torch::Tensor& outputs, const torch::Tensor
   throw std::logic_error("unknown loss kind");
 }
 
-LossKind LossOf(const std::string& name, const std::string& task) {
-  if (name == "mse" || (name.empty() && task == "regression")) return LossKind::kMeanSquaredError;
-  if (task == "language_modeling") return LossKind::kTokenCrossEntropy;
+LossKind LossOf(LossChoice choice, DataTask task) {
+  if (choice == LossChoice::kMeanSquaredError ||
+      (choice == LossChoice::kByTask && task == DataTask::kRegression)) {
+    return LossKind::kMeanSquaredError;
+  }
+  if (task == DataTask::kLanguageModeling) return LossKind::kTokenCrossEntropy;
   return LossKind::kCrossEntropy;
 }
 

@@ -4,7 +4,7 @@
 
 #include <torch/torch.h>
 
-#include <string>
+#include "worker/engine/train_config.h"
 
 namespace accumulus::engine {
 
@@ -19,10 +19,10 @@ enum class LossKind {
   kTokenCrossEntropy,
 };
 
-// The loss `name` ("cross_entropy", "mse"; empty: the task's own) for a data
-// task: cross-entropy is per token for language modeling; by default
-// classification and language modeling use cross-entropy, regression mse.
-LossKind LossOf(const std::string& name, const std::string& task);
+// The loss `choice` gives for a data task: cross-entropy is per token for
+// language modeling; by task, classification and language modeling use
+// cross-entropy, regression squared error.
+LossKind LossOf(LossChoice choice, DataTask task);
 
 struct LossSum {
   torch::Tensor sum;  // scalar, differentiable

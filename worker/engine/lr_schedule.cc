@@ -10,16 +10,20 @@ double LearningRate(const LrScheduleConfig& config, double base_lr, int64_t step
   if (step < config.warmup_steps) {
     return base_lr * static_cast<double>(step + 1) / static_cast<double>(config.warmup_steps);
   }
-  if (config.kind == "constant") return base_lr;
   const double min_lr = base_lr * config.min_lr_ratio;
   // Progress through the decay: 0 on the first step after warmup, 1 on the last.
   const int64_t span = std::max<int64_t>(1, total_steps - 1 - config.warmup_steps);
   const double progress = std::clamp(
       static_cast<double>(step - config.warmup_steps) / static_cast<double>(span), 0.0, 1.0);
-  if (config.kind == "cosine") {
-    return min_lr + (base_lr - min_lr) * 0.5 * (1.0 + std::cos(M_PI * progress));
+  switch (config.kind) {
+    case LrScheduleKind::kConstant:
+      return base_lr;
+    case LrScheduleKind::kCosine:
+      return min_lr + (base_lr - min_lr) * 0.5 * (1.0 + std::cos(M_PI * progress));
+    case LrScheduleKind::kLinear:
+      return base_lr - (base_lr - min_lr) * progress;
   }
-  return base_lr - (base_lr - min_lr) * progress;  // linear
+  return base_lr;
 }
 
 double LinearlyScaledLr(double lr, int64_t global_batch, int64_t base_batch) {

@@ -4,13 +4,14 @@
 #pragma once
 
 #include <cstdint>
-#include <string>
 
 namespace accumulus::engine {
 
+// The decay after the warmup.
+enum class LrScheduleKind { kConstant, kCosine, kLinear };
+
 struct LrScheduleConfig {
-  // "constant", "cosine" or "linear" (decay after the warmup).
-  std::string kind = "constant";
+  LrScheduleKind kind = LrScheduleKind::kConstant;
   // Steps of linear warmup: lr × (t + 1) / warmup_steps for t < warmup_steps.
   int64_t warmup_steps = 0;
   // The decay ends at lr × min_lr_ratio on the last step.

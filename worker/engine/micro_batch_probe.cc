@@ -9,7 +9,7 @@ int64_t OptimizerStateBytes(const OptimizerConfig& optimizer,
                             const std::vector<torch::Tensor>& parameters) {
   int64_t bytes = 0;
   for (const auto& p : parameters) bytes += p.numel() * static_cast<int64_t>(p.element_size());
-  if (optimizer.kind == "adamw") return 2 * bytes;
+  if (optimizer.kind == OptimizerKind::kAdamW) return 2 * bytes;
   return optimizer.momentum > 0 ? bytes : 0;
 }
 

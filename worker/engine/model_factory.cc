@@ -102,71 +102,77 @@ int64_t Model::CountParameters() const {
 }
 
 StatusOr<std::unique_ptr<Model>> BuildModel(const ModelConfig& config, const DataShape& data) {
-  if (config.kind == "mlp") {
-    if (data.features <= 0 || data.outputs <= 0) {
-      return Status::InvalidArgument("model.kind \"mlp\" needs feature data (samples with labels)");
+  switch (config.kind) {
+    case ModelKind::kMlp:
+      if (data.features <= 0 || data.outputs <= 0) {
+        return Status::InvalidArgument(
+            "model.kind \"mlp\" needs feature data (samples with labels)");
+      }
+      return Wrap(Mlp(data.features, config.hidden, data.outputs, config.checkpoint_activations));
+    case ModelKind::kCnn: {
+      if (data.channels <= 0) {
+        return Status::InvalidArgument(
+            "model.kind \"cnn\" needs image data (square images, e.g. an IDX file of rows × "
+            "cols)");
+      }
+      const std::vector<int64_t> channels =
+          config.hidden.empty() ? std::vector<int64_t>{16, 32} : config.hidden;
+      return Wrap(Cnn(data.channels, channels, data.outputs, config.batch_norm,
+                      config.checkpoint_activations));
     }
-    return Wrap(Mlp(data.features, config.hidden, data.outputs, config.checkpoint_activations));
+    case ModelKind::kCharLm: {
+      if (data.sequence_length <= 0) {
+        return Status::InvalidArgument("model.kind \"charlm\" needs token data");
+      }
+      CharLmOptions options;
+      options.vocabulary = data.vocabulary;
+      options.pad_token = data.pad_token;
+      options.max_length = data.sequence_length;
+      options.d_model = config.d_model;
+      options.heads = config.heads;
+      options.layers = config.layers;
+      options.checkpoint_activations = config.checkpoint_activations;
+      return Wrap(CharLm(options));
+    }
+    case ModelKind::kTorchScript:
+      if (config.checkpoint_activations) {
+        return Status::InvalidArgument(
+            "model.activation_checkpointing is for the built-in models, not \"torchscript\"");
+      }
+      try {
+        return std::unique_ptr<Model>(new ScriptModel(torch::jit::load(config.path)));
+      } catch (const c10::Error& e) {
+        return Status::InvalidArgument("model.path " + config.path +
+                                       ": not a TorchScript module (" + e.what_without_backtrace() +
+                                       ")");
+      }
   }
-  if (config.kind == "cnn") {
-    if (data.channels <= 0) {
-      return Status::InvalidArgument(
-          "model.kind \"cnn\" needs image data (square images, e.g. an IDX file of rows × cols)");
-    }
-    const std::vector<int64_t> channels =
-        config.hidden.empty() ? std::vector<int64_t>{16, 32} : config.hidden;
-    return Wrap(Cnn(data.channels, channels, data.outputs, config.norm == "batch",
-                    config.checkpoint_activations));
-  }
-  if (config.kind == "charlm") {
-    if (data.sequence_length <= 0) {
-      return Status::InvalidArgument("model.kind \"charlm\" needs token data");
-    }
-    CharLmOptions options;
-    options.vocabulary = data.vocabulary;
-    options.pad_token = data.pad_token;
-    options.max_length = data.sequence_length;
-    options.d_model = config.d_model;
-    options.heads = config.heads;
-    options.layers = config.layers;
-    options.checkpoint_activations = config.checkpoint_activations;
-    return Wrap(CharLm(options));
-  }
-  if (config.kind == "torchscript") {
-    if (config.checkpoint_activations) {
-      return Status::InvalidArgument(
-          "model.activation_checkpointing is for the built-in models, not \"torchscript\"");
-    }
-    try {
-      return std::unique_ptr<Model>(new ScriptModel(torch::jit::load(config.path)));
-    } catch (const c10::Error& e) {
-      return Status::InvalidArgument("model.path " + config.path + ": not a TorchScript module (" +
-                                     e.what_without_backtrace() + ")");
-    }
-  }
-  return Status::InvalidArgument("model.kind \"" + config.kind + "\" is not a model kind");
+  return Status::Internal("model.kind: unknown value " +
+                          std::to_string(static_cast<int>(config.kind)));
 }
 
 StatusOr<std::unique_ptr<torch::optim::Optimizer>> BuildOptimizer(
     const OptimizerConfig& config, std::vector<torch::Tensor> parameters) {
-  if (config.kind == "sgd") {
-    auto options = torch::optim::SGDOptions(config.lr)
-                       .momentum(config.momentum)
-                       .weight_decay(config.weight_decay)
-                       .nesterov(config.nesterov);
-    return std::unique_ptr<torch::optim::Optimizer>(
-        new torch::optim::SGD(std::move(parameters), options));
+  switch (config.kind) {
+    case OptimizerKind::kSgd: {
+      auto options = torch::optim::SGDOptions(config.lr)
+                         .momentum(config.momentum)
+                         .weight_decay(config.weight_decay)
+                         .nesterov(config.nesterov);
+      return std::unique_ptr<torch::optim::Optimizer>(
+          new torch::optim::SGD(std::move(parameters), options));
+    }
+    case OptimizerKind::kAdamW: {
+      auto options = torch::optim::AdamWOptions(config.lr)
+                         .betas({config.beta1, config.beta2})
+                         .eps(config.eps)
+                         .weight_decay(config.weight_decay);
+      return std::unique_ptr<torch::optim::Optimizer>(
+          new torch::optim::AdamW(std::move(parameters), options));
+    }
   }
-  if (config.kind == "adamw") {
-    auto options = torch::optim::AdamWOptions(config.lr)
-                       .betas({config.beta1, config.beta2})
-                       .eps(config.eps)
-                       .weight_decay(config.weight_decay);
-    return std::unique_ptr<torch::optim::Optimizer>(
-        new torch::optim::AdamW(std::move(parameters), options));
-  }
-  return Status::InvalidArgument("optimizer.kind \"" + config.kind +
-                                 "\" is not one of \"sgd\", \"adamw\"");
+  return Status::Internal("optimizer.kind: unknown value " +
+                          std::to_string(static_cast<int>(config.kind)));
 }
 
 }  // namespace accumulus::engine

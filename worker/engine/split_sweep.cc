@@ -82,7 +82,7 @@ StatusOr<std::vector<SplitMeasurement>> SweepSplits(const TrainConfig& config,
     m.samples_per_second = plain->samples_per_second;
     m.peak_bytes = plain->peak_bytes;
     m.threads = plain->threads;
-    if (c.model.kind != "torchscript") {
+    if (c.model.kind != ModelKind::kTorchScript) {
       c.model.checkpoint_activations = true;
       StatusOr<Cost> checkpointed = Measure(c, windows);
       if (!checkpointed.ok()) return checkpointed.status();

@@ -24,16 +24,32 @@ enum class Normalization {
   kPerMicrobatchMean,
 };
 
+enum class ModelKind {
+  kMlp,
+  kCnn,
+  // A causal transformer over bytes.
+  kCharLm,
+  // A module file saved by torch.jit.save.
+  kTorchScript,
+};
+
+enum class LossChoice {
+  // The data task's own: cross-entropy for classification (per token for
+  // language modeling), squared error for regression.
+  kByTask,
+  kCrossEntropy,
+  kMeanSquaredError,
+};
+
 struct ModelConfig {
-  std::string kind = "mlp";  // "mlp", "cnn", "charlm" or "torchscript"
-  // torchscript: the module file (torch.jit.save), on the worker.
+  ModelKind kind = ModelKind::kMlp;
+  // torchscript: the module file, on the worker.
   std::string path;
-  // The loss: "" (by data task), "cross_entropy" or "mse".
-  std::string loss;
+  LossChoice loss = LossChoice::kByTask;
   // mlp: hidden widths; cnn: output channels of its conv blocks.
   std::vector<int64_t> hidden;
-  // cnn: "batch" (Conv → BatchNorm → ReLU → pool) or "none".
-  std::string norm = "batch";
+  // cnn: Conv → BatchNorm → ReLU → pool (false: Conv → ReLU → pool).
+  bool batch_norm = true;
   // charlm: a causal transformer over bytes.
   int64_t d_model = 128;
   int64_t heads = 4;
@@ -42,9 +58,36 @@ struct ModelConfig {
   bool checkpoint_activations = false;
 };
 
+enum class DataKind {
+  kSynthetic,
+  // A table with a header line.
+  kCsv,
+  // IDX files (the MNIST format): images or features, and labels.
+  kIdx,
+  // A flat file of token ids.
+  kTokens,
+};
+
+enum class DataTask {
+  kClassification,
+  kRegression,
+  kImageClassification,
+  kLanguageModeling,
+};
+
+// How a tokens file stores its ids.
+enum class TokenDtype { kUint8, kUint16 };
+
+enum class TokenLayout {
+  // Documents split at a separator token, each padded to sequence_length
+  // (longer ones cut).
+  kDocuments,
+  // Fixed-length blocks of the token stream.
+  kBlocks,
+};
+
 struct DataConfig {
-  // "synthetic", "csv", "idx" or "tokens".
-  std::string kind = "synthetic";
+  DataKind kind = DataKind::kSynthetic;
   // Files (on the worker): csv: the table; idx: the images (or features)
   // file, with labels in labels_path; tokens: the flat token file.
   std::string path;
@@ -52,14 +95,12 @@ struct DataConfig {
   // csv: the label column, by header name or 0-based index (negative counts
   // from the end); empty: the last column.
   std::string label_column;
-  // tokens: "uint8" or "uint16" ids; "documents" split at `separator` (then
-  // padded to sequence_length, longer ones cut) or fixed-length "blocks".
-  std::string token_dtype = "uint8";
-  std::string token_layout = "documents";
+  // tokens: the ids' width and how they form samples (documents end at
+  // `separator`).
+  TokenDtype token_dtype = TokenDtype::kUint8;
+  TokenLayout token_layout = TokenLayout::kDocuments;
   int64_t separator = 0;
-  // "classification", "regression", "image_classification" or
-  // "language_modeling".
-  std::string task = "classification";
+  DataTask task = DataTask::kClassification;
   int64_t samples = 0;
   int64_t features = 0;
   int64_t outputs = 0;  // classes, or regression targets per sample
@@ -74,8 +115,10 @@ struct DataConfig {
   int64_t min_sequence_length = 8;
 };
 
+enum class OptimizerKind { kSgd, kAdamW };
+
 struct OptimizerConfig {
-  std::string kind = "sgd";  // or "adamw"
+  OptimizerKind kind = OptimizerKind::kSgd;
   double lr = 0;
   double momentum = 0;
   double weight_decay = 0;

@@ -211,7 +211,8 @@ Status TrainingRun::Prepare() {
   // the host, branch on the data), and several ranks are not yet tested
   // with graphs: both run eagerly.
   window_->set_cuda_graphs(config_.cuda_graphs && device_.is_cuda() &&
-                           config_.model.kind != "torchscript" && config_.world_size == 1);
+                           config_.model.kind != ModelKind::kTorchScript &&
+                           config_.world_size == 1);
   return Status::Ok();
 }
 

@@ -1,11 +1,43 @@
 #include "worker/trainer/task_config.h"
 
 #include <algorithm>
+#include <initializer_list>
+#include <string>
+#include <utility>
 
 #include "common/enum_names.h"
 #include "common/job_spec.h"
 
 namespace accumulus::trainer {
+namespace {
+
+// Maps the normalized spec's closed sets onto the engine's own enums. A
+// value outside a table (one NormalizeJobSpec never leaves, such as
+// UNSPECIFIED, or one added to the .proto and not to the engine) is an
+// error that names the field; the first one is kept.
+class EnumMapping {
+ public:
+  template <typename Proto, typename Engine>
+  void Map(const char* field, Proto value, std::initializer_list<std::pair<Proto, Engine>> table,
+           Engine* out) {
+    for (const auto& [from, to] : table) {
+      if (from == value) {
+        *out = to;
+        return;
+      }
+    }
+    if (status_.ok()) {
+      status_ = Status::InvalidArgument(std::string(field) + ": \"" + NameOf(value) +
+                                        "\" is not a value this trainer runs");
+    }
+  }
+  const Status& status() const { return status_; }
+
+ private:
+  Status status_ = Status::Ok();
+};
+
+}  // namespace
 
 StatusOr<engine::TrainConfig> ToTrainConfig(const v1::TrainerTask& task) {
   StatusOr<v1::JobSpec> normalized = NormalizeJobSpec(task.spec());
@@ -21,17 +53,65 @@ StatusOr<engine::TrainConfig> ToTrainConfig(const v1::TrainerTask& task) {
   const v1::JobSpec& spec = *normalized;
 
   engine::TrainConfig c;
-  c.model.kind = NameOf(spec.model().kind());
+  EnumMapping enums;
+  enums.Map<v1::ModelKind, engine::ModelKind>(
+      "model.kind", spec.model().kind(),
+      {{v1::MODEL_KIND_MLP, engine::ModelKind::kMlp},
+       {v1::MODEL_KIND_CNN, engine::ModelKind::kCnn},
+       {v1::MODEL_KIND_CHARLM, engine::ModelKind::kCharLm},
+       {v1::MODEL_KIND_TORCHSCRIPT, engine::ModelKind::kTorchScript}},
+      &c.model.kind);
+  enums.Map<v1::NormLayer, bool>("model.norm", spec.model().norm(),
+                                 {{v1::NORM_LAYER_BATCH, true}, {v1::NORM_LAYER_NONE, false}},
+                                 &c.model.batch_norm);
+  enums.Map<v1::Loss, engine::LossChoice>(
+      "model.loss", spec.model().loss(),
+      {{v1::LOSS_UNSPECIFIED, engine::LossChoice::kByTask},
+       {v1::LOSS_CROSS_ENTROPY, engine::LossChoice::kCrossEntropy},
+       {v1::LOSS_MSE, engine::LossChoice::kMeanSquaredError}},
+      &c.model.loss);
+  enums.Map<v1::DataKind, engine::DataKind>(
+      "data.kind", spec.data().kind(),
+      {{v1::DATA_KIND_SYNTHETIC, engine::DataKind::kSynthetic},
+       {v1::DATA_KIND_CSV, engine::DataKind::kCsv},
+       {v1::DATA_KIND_IDX, engine::DataKind::kIdx},
+       {v1::DATA_KIND_TOKENS, engine::DataKind::kTokens}},
+      &c.data.kind);
+  enums.Map<v1::DataTask, engine::DataTask>(
+      "data.task", spec.data().task(),
+      {{v1::DATA_TASK_CLASSIFICATION, engine::DataTask::kClassification},
+       {v1::DATA_TASK_REGRESSION, engine::DataTask::kRegression},
+       {v1::DATA_TASK_IMAGE_CLASSIFICATION, engine::DataTask::kImageClassification},
+       {v1::DATA_TASK_LANGUAGE_MODELING, engine::DataTask::kLanguageModeling}},
+      &c.data.task);
+  enums.Map<v1::TokenDtype, engine::TokenDtype>(
+      "data.token_dtype", spec.data().token_dtype(),
+      {{v1::TOKEN_DTYPE_UINT8, engine::TokenDtype::kUint8},
+       {v1::TOKEN_DTYPE_UINT16, engine::TokenDtype::kUint16}},
+      &c.data.token_dtype);
+  enums.Map<v1::TokenLayout, engine::TokenLayout>(
+      "data.token_layout", spec.data().token_layout(),
+      {{v1::TOKEN_LAYOUT_DOCUMENTS, engine::TokenLayout::kDocuments},
+       {v1::TOKEN_LAYOUT_BLOCKS, engine::TokenLayout::kBlocks}},
+      &c.data.token_layout);
+  enums.Map<v1::OptimizerKind, engine::OptimizerKind>(
+      "optimizer.kind", spec.optimizer().kind(),
+      {{v1::OPTIMIZER_KIND_SGD, engine::OptimizerKind::kSgd},
+       {v1::OPTIMIZER_KIND_ADAMW, engine::OptimizerKind::kAdamW}},
+      &c.optimizer.kind);
+  enums.Map<v1::LrScheduleKind, engine::LrScheduleKind>(
+      "lr_schedule.kind", spec.lr_schedule().kind(),
+      {{v1::LR_SCHEDULE_KIND_CONSTANT, engine::LrScheduleKind::kConstant},
+       {v1::LR_SCHEDULE_KIND_COSINE, engine::LrScheduleKind::kCosine},
+       {v1::LR_SCHEDULE_KIND_LINEAR, engine::LrScheduleKind::kLinear}},
+      &c.lr_schedule.kind);
+  if (!enums.status().ok()) return enums.status();
   c.model.hidden.assign(spec.model().hidden().begin(), spec.model().hidden().end());
-  c.model.norm = NameOf(spec.model().norm());
   c.model.path = spec.model().path();
-  c.model.loss = NameOf(spec.model().loss());
   c.model.d_model = spec.model().d_model();
   c.model.heads = spec.model().heads();
   c.model.layers = spec.model().layers();
   c.model.checkpoint_activations = spec.model().activation_checkpointing();
-  c.data.kind = NameOf(spec.data().kind());
-  c.data.task = NameOf(spec.data().task());
   c.data.samples = spec.data().samples();
   c.data.features = spec.data().features();
   c.data.outputs = spec.data().outputs();
@@ -44,10 +124,7 @@ StatusOr<engine::TrainConfig> ToTrainConfig(const v1::TrainerTask& task) {
   c.data.path = spec.data().path();
   c.data.labels_path = spec.data().labels_path();
   c.data.label_column = spec.data().label_column();
-  c.data.token_dtype = NameOf(spec.data().token_dtype());
-  c.data.token_layout = NameOf(spec.data().token_layout());
   c.data.separator = spec.data().separator();
-  c.optimizer.kind = NameOf(spec.optimizer().kind());
   c.optimizer.lr = spec.optimizer().lr();
   c.optimizer.momentum = spec.optimizer().momentum();
   c.optimizer.weight_decay = spec.optimizer().weight_decay();
@@ -62,7 +139,6 @@ StatusOr<engine::TrainConfig> ToTrainConfig(const v1::TrainerTask& task) {
   c.global_batch = batch->global_batch();
   c.memory_limit_bytes = spec.memory_limit_bytes();
   c.partial_window = ScheduleOf(spec, *batch).policy;
-  c.lr_schedule.kind = NameOf(spec.lr_schedule().kind());
   c.lr_schedule.warmup_steps = spec.lr_schedule().warmup_steps();
   c.lr_schedule.min_lr_ratio = spec.lr_schedule().min_lr_ratio();
   c.lr_scaling = spec.lr_scaling() == v1::LR_SCALING_LINEAR ? engine::LrScaling::kLinear
