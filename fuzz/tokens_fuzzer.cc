@@ -1,9 +1,8 @@
-// The token reader: each sample has 2 to sequence_length + 1 tokens, all
-// from the file, and together they cover every token that has a successor
-// within its document.
+// The token reader: each sample is a span of 2 to sequence_length + 1
+// tokens inside the file, and no span holds a separator (documents layout).
 #include <cstddef>
 #include <cstdint>
-#include <string>
+#include <string_view>
 
 #include "common/data/token_samples.h"
 #include "fuzz/fuzz_check.h"
@@ -16,13 +15,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   config.blocks = data[0] & 2;
   config.separator = data[1];
   config.sequence_length = 1 + (data[0] >> 2) % 16;
-  const std::string bytes(reinterpret_cast<const char*>(data) + 2, size - 2);
-  auto split = accumulus::data::SplitTokens(bytes, config);
-  if (!split.ok()) return 0;
-  for (const auto& sample : split->samples) {
-    FUZZ_CHECK(sample.size() >= 2);
-    FUZZ_CHECK(static_cast<int64_t>(sample.size()) <= config.sequence_length + 1);
-    for (int64_t t : sample) FUZZ_CHECK(t >= 0 && t <= split->max_token);
+  const std::string_view bytes(reinterpret_cast<const char*>(data) + 2, size - 2);
+  const auto tokens = static_cast<int64_t>(bytes.size() / (config.uint16 ? 2 : 1));
+  auto samples = accumulus::data::TokenSamples::Index(bytes, config);
+  if (!samples.ok()) return 0;
+  for (int64_t i = 0; i < samples->size(); ++i) {
+    const accumulus::data::TokenSpan span = (*samples)[i];
+    FUZZ_CHECK(span.length >= 2 && span.length <= config.sequence_length + 1);
+    FUZZ_CHECK(span.begin >= 0 && span.begin + span.length <= tokens);
+    if (config.blocks) continue;
+    for (int64_t t = span.begin; t < span.begin + span.length; ++t) {
+      FUZZ_CHECK(accumulus::data::TokenAt(bytes, config.uint16, t) != config.separator);
+    }
   }
   return 0;
 }

@@ -1,11 +1,10 @@
 #include "common/data/token_samples.h"
 
 #include <algorithm>
-#include <cstddef>
 
 namespace accumulus::data {
 
-StatusOr<TokenSamples> SplitTokens(const std::string& bytes, const TokenConfig& config) {
+StatusOr<TokenSamples> TokenSamples::Index(std::string_view bytes, const TokenConfig& config) {
   const size_t width = config.uint16 ? 2 : 1;
   if (bytes.size() % width != 0) {
     return Status::InvalidArgument("data.path " + config.path + ": " +
@@ -17,39 +16,44 @@ StatusOr<TokenSamples> SplitTokens(const std::string& bytes, const TokenConfig& 
     return Status::InvalidArgument("data.sequence_length " +
                                    std::to_string(config.sequence_length) + " must be positive");
   }
-  std::vector<int64_t> tokens(bytes.size() / width);
-  const auto* b = reinterpret_cast<const uint8_t*>(bytes.data());
   TokenSamples out;
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    tokens[i] = width == 2 ? int64_t{b[2 * i]} | (int64_t{b[2 * i + 1]} << 8) : int64_t{b[i]};
-    out.max_token = std::max(out.max_token, tokens[i]);
-  }
-  const auto length = static_cast<size_t>(config.sequence_length);
-  // Each sample: up to length + 1 tokens (inputs are the first `length`,
-  // targets the last `length`).
-  auto add_document = [&](size_t begin, size_t end) {
-    for (size_t s = begin; s + 1 < end; s += length) {
-      const size_t e = std::min(end, s + length + 1);
-      out.samples.emplace_back(tokens.begin() + static_cast<std::ptrdiff_t>(s),
-                               tokens.begin() + static_cast<std::ptrdiff_t>(e));
-    }
-  };
+  const auto tokens = static_cast<int64_t>(bytes.size() / width);
+  const int64_t length = config.sequence_length;
   if (config.blocks) {
-    add_document(0, tokens.size());
+    // Blocks start every `length` tokens, each with one token more for the
+    // last target; the last one takes what is left if that is 2 or more.
+    out.blocks_ = true;
+    out.tokens_ = tokens;
+    out.stride_ = length;
+    out.size_ = tokens >= 2 ? (tokens - 2) / length + 1 : 0;
   } else {
-    size_t begin = 0;
-    for (size_t i = 0; i <= tokens.size(); ++i) {
-      if (i == tokens.size() || tokens[i] == config.separator) {
+    auto add_document = [&](int64_t begin, int64_t end) {
+      for (int64_t s = begin; s + 1 < end; s += length) {
+        out.documents_.push_back({s, std::min(end, s + length + 1) - s});
+      }
+    };
+    int64_t begin = 0;
+    for (int64_t i = 0; i < tokens; ++i) {
+      if (TokenAt(bytes, config.uint16, i) == config.separator) {
         add_document(begin, i);
         begin = i + 1;
       }
     }
+    add_document(begin, tokens);
+    out.documents_.shrink_to_fit();
+    out.size_ = static_cast<int64_t>(out.documents_.size());
   }
-  if (out.samples.empty()) {
+  if (out.size_ == 0) {
     return Status::InvalidArgument("data.path " + config.path +
                                    ": no document of at least 2 tokens");
   }
   return out;
+}
+
+TokenSpan TokenSamples::operator[](int64_t i) const {
+  if (!blocks_) return documents_[static_cast<size_t>(i)];
+  const int64_t begin = i * stride_;
+  return {begin, std::min(tokens_, begin + stride_ + 1) - begin};
 }
 
 }  // namespace accumulus::data

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "tests/support/engine_test_support.h"
+#include "worker/engine/tracking_allocator.h"
 #include "worker/engine/trainer.h"
 
 namespace accumulus::engine {
@@ -194,6 +195,53 @@ TEST_F(FileDatasetTest, Uint16TokensNeedAnEvenByteCount) {
             std::string::npos);
 }
 
+TEST_F(FileDatasetTest, Uint16BlocksAreGatheredInTheOrderAsked) {
+  DataConfig c;
+  c.kind = DataKind::kTokens;
+  c.token_dtype = TokenDtype::kUint16;
+  c.token_layout = TokenLayout::kBlocks;
+  c.sequence_length = 3;
+  // Ids 1000..1007, little-endian: blocks 1000-1003, 1003-1006, 1006-1007.
+  std::string bytes;
+  for (int id = 1000; id < 1008; ++id) {
+    bytes.push_back(static_cast<char>(id & 0xFF));
+    bytes.push_back(static_cast<char>(id >> 8));
+  }
+  c.path = Write("blocks.u16", bytes);
+  auto data = LoadTokenDataset(c);
+  ASSERT_TRUE(data.ok()) << data.status().ToString();
+  ASSERT_EQ((*data)->size(), 3);
+  EXPECT_EQ((*data)->shape().pad_token, 65536);
+  EXPECT_EQ((*data)->shape().vocabulary, 65537);
+  const Batch b = (*data)->Gather(torch::tensor({2, 0}));
+  EXPECT_TRUE(torch::equal(
+      b.inputs, torch::tensor({{1006, 65536, 65536}, {1000, 1001, 1002}}, torch::kInt64)));
+  EXPECT_TRUE(torch::equal(b.targets,
+                           torch::tensor({{1007, -100, -100}, {1001, 1002, 1003}}, torch::kInt64)));
+  EXPECT_THROW((*data)->Gather(torch::tensor({3})), c10::Error);
+}
+
+// The corpus stays in the mapped file: loading it allocates no tensor, and
+// a micro-batch allocates its own two.
+TEST_F(FileDatasetTest, ATokenFileIsNotCopiedIntoTensors) {
+  DataConfig c;
+  c.kind = DataKind::kTokens;
+  c.sequence_length = 64;
+  c.separator = 0;
+  std::string corpus(8 << 20, 'a');  // 8 MiB: documents of 99 tokens
+  for (size_t i = 99; i < corpus.size(); i += 100) corpus[i] = '\0';
+  c.path = Write("corpus.bin", corpus);
+  TrackingCpuAllocator* allocator = TrackingCpuAllocator::Install();
+  const int64_t before = allocator->current_bytes();
+  auto data = LoadTokenDataset(c);
+  ASSERT_TRUE(data.ok()) << data.status().ToString();
+  EXPECT_EQ((*data)->size(), 2 * static_cast<int64_t>(corpus.size() / 100) + 1);
+  EXPECT_EQ(allocator->current_bytes(), before);
+  const Batch b = (*data)->Gather(torch::arange(0, 16));
+  EXPECT_EQ(allocator->current_bytes() - before, 2 * 16 * 64 * 8);
+  EXPECT_EQ(b.targets.ne(kIgnoreIndex).sum().item<int64_t>(), 8 * (64 + 34));
+}
+
 using Quiet = testing::RecordingSink;
 
 TEST_F(FileDatasetTest, TrainsAnMlpOnACsvFile) {
@@ -216,6 +264,43 @@ TEST_F(FileDatasetTest, TrainsAnMlpOnACsvFile) {
   EXPECT_EQ(sink.run.samples_per_epoch, 40);
   EXPECT_EQ(sink.steps.size(), 25u);
   EXPECT_LT(sink.steps.back().loss, sink.steps.front().loss);
+}
+
+TEST_F(FileDatasetTest, TrainsACharLmOnATokenFileCountingItsTargetTokens) {
+  // Documents of 5..20 bytes from a repeating text, split at '\n'.
+  std::string text;
+  for (int d = 0; d < 48; ++d)
+    text += std::string(5 + d % 16, static_cast<char>('a' + d % 7)) + "\n";
+  TrainConfig c;
+  c.model.kind = ModelKind::kCharLm;
+  c.model.d_model = 16;
+  c.model.heads = 2;
+  c.model.layers = 1;
+  c.data.kind = DataKind::kTokens;
+  c.data.task = DataTask::kLanguageModeling;
+  c.data.separator = '\n';
+  c.data.sequence_length = 16;
+  c.data.path = Write("docs.txt", text);
+  c.optimizer.kind = OptimizerKind::kAdamW;
+  c.optimizer.lr = 0.01;
+  c.micro_batch = 4;
+  c.accumulation_steps = 4;
+  c.epochs = 1;
+  Quiet sink;
+  const Status status = Train(c, &sink);
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  // Documents longer than 17 bytes continue in a second sample.
+  int64_t samples = 0;
+  int64_t targets = 0;
+  for (int d = 0; d < 48; ++d) {
+    const int64_t length = 5 + d % 16;
+    samples += length > 17 ? 2 : 1;
+    targets += length - 1;  // every token but the first is a target once
+  }
+  EXPECT_EQ(sink.run.samples_per_epoch, samples);
+  int64_t counted = 0;
+  for (const auto& step : sink.steps) counted += step.tokens;
+  EXPECT_EQ(counted, targets);
 }
 
 }  // namespace

@@ -3,13 +3,19 @@
 // refused in words, never by overflow.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstddef>
+#include <fstream>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "common/checkpoint_frame.h"
 #include "common/data/csv_table.h"
 #include "common/data/idx_array.h"
+#include "common/data/mapped_file.h"
 #include "common/data/token_samples.h"
+#include "tests/support/temp_dir.h"
 
 namespace accumulus::data {
 namespace {
@@ -76,15 +82,105 @@ TEST(DataFormats, TokensNeedAPositiveSequenceLength) {
   TokenConfig config;
   config.path = "t.bin";
   config.sequence_length = 0;
-  EXPECT_EQ(SplitTokens("abc", config).status().message(),
+  EXPECT_EQ(TokenSamples::Index("abc", config).status().message(),
             "data.sequence_length 0 must be positive");
   config.sequence_length = 2;
   config.blocks = true;
-  const auto split = SplitTokens("abcde", config);
-  ASSERT_TRUE(split.ok());
-  ASSERT_EQ(split->samples.size(), 2u);  // "abc", "cde"
-  EXPECT_EQ(split->samples[1], (std::vector<int64_t>{'c', 'd', 'e'}));
-  EXPECT_EQ(split->max_token, 'e');
+  const auto samples = TokenSamples::Index("abcde", config);
+  ASSERT_TRUE(samples.ok());
+  ASSERT_EQ(samples->size(), 2);  // "abc", "cde"
+  EXPECT_EQ((*samples)[1].begin, 2);
+  EXPECT_EQ((*samples)[1].length, 3);
+}
+
+// What the samples were when the reader copied them: documents split at
+// every separator, each cut into pieces of up to length + 1 tokens that
+// overlap by one, and pieces of fewer than 2 tokens dropped.
+std::vector<std::vector<int64_t>> CopiedSamples(const std::string& bytes,
+                                                const TokenConfig& config) {
+  std::vector<int64_t> tokens;
+  for (size_t i = 0; i < bytes.size() / (config.uint16 ? 2 : 1); ++i) {
+    tokens.push_back(TokenAt(bytes, config.uint16, static_cast<int64_t>(i)));
+  }
+  std::vector<std::vector<int64_t>> documents(1);
+  for (int64_t t : tokens) {
+    if (!config.blocks && t == config.separator) {
+      documents.emplace_back();
+    } else {
+      documents.back().push_back(t);
+    }
+  }
+  std::vector<std::vector<int64_t>> samples;
+  const auto length = static_cast<size_t>(config.sequence_length);
+  for (const auto& d : documents) {
+    for (size_t s = 0; s + 1 < d.size(); s += length) {
+      samples.emplace_back(
+          d.begin() + static_cast<std::ptrdiff_t>(s),
+          d.begin() + static_cast<std::ptrdiff_t>(std::min(d.size(), s + length + 1)));
+    }
+  }
+  return samples;
+}
+
+TEST(DataFormats, TokenSpansHoldWhatTheCopiedSamplesHeld) {
+  std::mt19937 random(7);
+  for (int trial = 0; trial < 300; ++trial) {
+    TokenConfig config;
+    config.path = "t.bin";
+    config.uint16 = trial % 2 == 1;
+    config.blocks = trial % 3 == 0;
+    config.separator = trial % 5;
+    config.sequence_length = 1 + trial % 7;
+    // Small ids, so that separators are common and documents short.
+    std::string bytes(random() % 64 * (config.uint16 ? 2 : 1), '\0');
+    for (char& b : bytes) b = static_cast<char>(random() % 6);
+    SCOPED_TRACE("trial " + std::to_string(trial));
+    const std::vector<std::vector<int64_t>> expected = CopiedSamples(bytes, config);
+    const auto samples = TokenSamples::Index(bytes, config);
+    if (expected.empty()) {
+      EXPECT_NE(samples.status().message().find("no document of at least 2 tokens"),
+                std::string::npos);
+      continue;
+    }
+    ASSERT_TRUE(samples.ok()) << samples.status().ToString();
+    ASSERT_EQ(samples->size(), static_cast<int64_t>(expected.size()));
+    for (int64_t i = 0; i < samples->size(); ++i) {
+      std::vector<int64_t> got;
+      const TokenSpan span = (*samples)[i];
+      for (int64_t t = 0; t < span.length; ++t) {
+        got.push_back(TokenAt(bytes, config.uint16, span.begin + t));
+      }
+      EXPECT_EQ(got, expected[static_cast<size_t>(i)]) << "sample " << i;
+    }
+  }
+}
+
+TEST(DataFormats, Uint16TokensAreLittleEndian) {
+  EXPECT_EQ(TokenAt(std::string("\x01\x02\xff\xff", 4), true, 0), 0x0201);
+  EXPECT_EQ(TokenAt(std::string("\x01\x02\xff\xff", 4), true, 1), 0xffff);
+  EXPECT_EQ(TokenAt(std::string("\xfe", 1), false, 0), 0xfe);
+}
+
+TEST(MappedFile, ReadsTheFileAndNamesTheFieldWhenItCannot) {
+  const accumulus::testing::TempDir temp;
+  const std::string path = temp.path() + "/corpus.bin";
+  std::ofstream(path, std::ios::binary) << std::string("ab\0cd", 5);
+  const auto file = MappedFile::Open("data.path", path);
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  EXPECT_EQ((*file)->bytes(), std::string_view("ab\0cd", 5));
+
+  std::ofstream(temp.path() + "/empty.bin", std::ios::binary);
+  const auto empty = MappedFile::Open("data.path", temp.path() + "/empty.bin");
+  ASSERT_TRUE(empty.ok()) << empty.status().ToString();
+  EXPECT_TRUE((*empty)->bytes().empty());
+
+  EXPECT_EQ(MappedFile::Open("data.path", "").status().message(), "data.path is required");
+  const Status missing = MappedFile::Open("data.path", temp.path() + "/none.bin").status();
+  EXPECT_EQ(missing.code(), StatusCode::kNotFound);
+  EXPECT_EQ(missing.message(),
+            "data.path " + temp.path() + "/none.bin: cannot open (No such file or directory)");
+  EXPECT_EQ(MappedFile::Open("data.path", temp.path()).status().message(),
+            "data.path " + temp.path() + ": not a regular file");
 }
 
 TEST(CheckpointFrame, APayloadReadsBackAndADamagedFileSaysHow) {

@@ -1,29 +1,22 @@
 #include "worker/engine/file_datasets.h"
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "common/data/csv_table.h"
 #include "common/data/idx_array.h"
+#include "common/data/mapped_file.h"
 #include "common/data/token_samples.h"
 
 namespace accumulus::engine {
 namespace {
 
+// The whole file, for the parsers that take it as one string.
 StatusOr<std::string> ReadFile(const std::string& field, const std::string& path) {
-  if (path.empty()) return Status::InvalidArgument(field + " is required");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return Status::NotFound(field + " " + path + ": cannot open (" + std::strerror(errno) + ")");
-  }
-  std::stringstream bytes;
-  bytes << in.rdbuf();
-  return bytes.str();
+  StatusOr<std::unique_ptr<data::MappedFile>> file = data::MappedFile::Open(field, path);
+  if (!file.ok()) return file.status();
+  return std::string((*file)->bytes());
 }
 
 }  // namespace
@@ -81,37 +74,74 @@ StatusOr<std::unique_ptr<Dataset>> LoadIdxDataset(const DataConfig& config) {
   return std::unique_ptr<Dataset>(new TensorDataset(inputs, targets, shape));
 }
 
+namespace {
+
+// Samples built from the mapped file as each micro-batch asks for them: the
+// trainer's memory holds the samples' spans and the micro-batch, never the
+// corpus as tensors.
+class TokenFileDataset final : public Dataset {
+ public:
+  TokenFileDataset(std::unique_ptr<data::MappedFile> file, data::TokenSamples samples, bool uint16,
+                   DataShape shape)
+      : file_(std::move(file)), samples_(std::move(samples)), uint16_(uint16), shape_(shape) {}
+
+  int64_t size() const override { return samples_.size(); }
+  const DataShape& shape() const override { return shape_; }
+
+  // Inputs are a sample's tokens but the last, padded with the pad token;
+  // targets the next token, kIgnoreIndex on padding.
+  Batch Gather(const torch::Tensor& indices) const override {
+    const torch::Tensor order = indices.to(torch::kInt64).contiguous();
+    const int64_t n = order.numel();
+    const int64_t length = shape_.sequence_length;
+    torch::Tensor inputs = torch::full({n, length}, shape_.pad_token, torch::kInt64);
+    torch::Tensor targets = torch::full({n, length}, kIgnoreIndex, torch::kInt64);
+    const int64_t* index = order.data_ptr<int64_t>();
+    int64_t* in = inputs.data_ptr<int64_t>();
+    int64_t* out = targets.data_ptr<int64_t>();
+    const std::string_view bytes = file_->bytes();
+    for (int64_t r = 0; r < n; ++r) {
+      TORCH_CHECK(index[r] >= 0 && index[r] < size(), "sample ", index[r], " of a data set of ",
+                  size());
+      const data::TokenSpan span = samples_[index[r]];
+      for (int64_t t = 0; t + 1 < span.length; ++t) {
+        in[r * length + t] = data::TokenAt(bytes, uint16_, span.begin + t);
+        out[r * length + t] = data::TokenAt(bytes, uint16_, span.begin + t + 1);
+      }
+    }
+    return {inputs, targets};
+  }
+
+ private:
+  std::unique_ptr<data::MappedFile> file_;
+  data::TokenSamples samples_;
+  bool uint16_;
+  DataShape shape_;
+};
+
+}  // namespace
+
 StatusOr<std::unique_ptr<Dataset>> LoadTokenDataset(const DataConfig& config) {
-  StatusOr<std::string> bytes = ReadFile("data.path", config.path);
-  if (!bytes.ok()) return bytes.status();
+  StatusOr<std::unique_ptr<data::MappedFile>> file =
+      data::MappedFile::Open("data.path", config.path);
+  if (!file.ok()) return file.status();
   data::TokenConfig tokens;
   tokens.path = config.path;
   tokens.uint16 = config.token_dtype == TokenDtype::kUint16;
   tokens.blocks = config.token_layout == TokenLayout::kBlocks;
   tokens.separator = config.separator;
   tokens.sequence_length = config.sequence_length;
-  StatusOr<data::TokenSamples> split = data::SplitTokens(*bytes, tokens);
-  if (!split.ok()) return split.status();
-  const std::vector<std::vector<int64_t>>& samples = split->samples;
-  const int64_t length = config.sequence_length;
-  const int64_t pad = std::max<int64_t>(split->max_token + 1, tokens.uint16 ? 65536 : 256);
-  const int64_t n = static_cast<int64_t>(samples.size());
-  torch::Tensor inputs = torch::full({n, length}, pad, torch::kInt64);
-  torch::Tensor targets = torch::full({n, length}, kIgnoreIndex, torch::kInt64);
-  auto in = inputs.accessor<int64_t, 2>();
-  auto out = targets.accessor<int64_t, 2>();
-  for (int64_t r = 0; r < n; ++r) {
-    const std::vector<int64_t>& s = samples[static_cast<size_t>(r)];
-    for (size_t t = 0; t + 1 < s.size(); ++t) {
-      in[r][static_cast<int64_t>(t)] = s[t];
-      out[r][static_cast<int64_t>(t)] = s[t + 1];
-    }
-  }
+  StatusOr<data::TokenSamples> samples = data::TokenSamples::Index((*file)->bytes(), tokens);
+  if (!samples.ok()) return samples.status();
+  // The pad token is one past the largest id the dtype can hold, so no id
+  // in the file is mistaken for padding.
+  const int64_t pad = tokens.uint16 ? 65536 : 256;
   DataShape shape;
-  shape.sequence_length = length;
+  shape.sequence_length = config.sequence_length;
   shape.vocabulary = pad + 1;
   shape.pad_token = pad;
-  return std::unique_ptr<Dataset>(new TensorDataset(inputs, targets, shape));
+  return std::unique_ptr<Dataset>(
+      new TokenFileDataset(std::move(*file), std::move(*samples), tokens.uint16, shape));
 }
 
 }  // namespace accumulus::engine

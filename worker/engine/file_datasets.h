@@ -1,6 +1,8 @@
-// Data sets read from files on the worker. Each loader reads the whole file
-// into memory once and fails with INVALID_ARGUMENT (or NOT_FOUND) naming
-// the file, the line or byte offset, and what was expected there.
+// Data sets read from files on the worker. CSV and IDX files are read whole
+// at the start; a token file is mapped and its samples built per
+// micro-batch (common/data/mapped_file.h). Each loader fails with
+// INVALID_ARGUMENT (or NOT_FOUND) naming the file, the line or byte offset,
+// and what was expected there.
 #pragma once
 
 #include <memory>
@@ -27,7 +29,9 @@ StatusOr<std::unique_ptr<Dataset>> LoadIdxDataset(const DataConfig& config);
 // "documents": cut at config.separator ids (not part of any document),
 // each document padded to config.sequence_length (longer ones continue in
 // the next sample); "blocks": consecutive blocks of sequence_length + 1
-// tokens. Targets are the next token, kIgnoreIndex on padding.
+// tokens. Targets are the next token, kIgnoreIndex on padding. The file is
+// mapped, not read: a corpus larger than memory trains, and the trainer's
+// memory holds 16 bytes per documents-layout sample (nothing per block).
 StatusOr<std::unique_ptr<Dataset>> LoadTokenDataset(const DataConfig& config);
 
 }  // namespace accumulus::engine
