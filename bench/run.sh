@@ -7,7 +7,8 @@ BUILD_DIR="${ACCUMULUS_BENCH_BUILD_DIR:-$ROOT/build-bench}"
 mkdir -p "$BUILD_DIR"
 cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DACCUMULUS_BUILD_TESTS=OFF \
   -DACCUMULUS_BUILD_BENCH=ON -DACCUMULUS_PYTHON="$PYTHON" > "$BUILD_DIR/configure.log"
-cmake --build "$BUILD_DIR" -j2 --target accumulus_engine_bench accumulus_streaming_bench accumulus \
+cmake --build "$BUILD_DIR" -j2 --target accumulus_engine_bench accumulus_streaming_bench \
+  accumulus_token_file_bench accumulus \
   accumulus-controller accumulus-worker accumulus-trainer
 
 # The trainer's allocator settings (worker/trainer_supervisor.cc): freed
@@ -26,8 +27,10 @@ json="$RESULTS/engine-split-$stamp.json"
   > "$RESULTS/engine-split-$stamp.md"
 cat "$RESULTS/engine-split-$stamp.md"
 # What measuring the gradient noise scale costs per window (target < 1%).
+# (It exits 1 when the target is missed: recorded, and the other benches
+# still run.)
 "$PYTHON" "$ROOT/bench/noise_report.py" "$json" "$(git -C "$ROOT" rev-parse --short HEAD)" \
-  > "$RESULTS/noise-overhead-$stamp.md"
+  > "$RESULTS/noise-overhead-$stamp.md" || echo "noise scale: overhead target missed"
 cat "$RESULTS/noise-overhead-$stamp.md"
 
 # Against the peers (Python and plain LibTorch loops, whole jobs through a
@@ -35,6 +38,10 @@ cat "$RESULTS/noise-overhead-$stamp.md"
 "$PYTHON" "$ROOT/bench/compare.py" "$json" "$BUILD_DIR/bin" "$(git -C "$ROOT" rev-parse --short HEAD)" \
   "$RESULTS/peers-$stamp"
 cat "$RESULTS/peers-$stamp.md"
+
+# A token file mapped: open time, memory kept, a micro-batch's cost.
+"$BUILD_DIR/bin/accumulus_token_file_bench" --benchmark_out="$RESULTS/token-file-$stamp.json" \
+  --benchmark_out_format=json
 
 # Controller streaming against a bare gRPC echo.
 "$BUILD_DIR/bin/accumulus_streaming_bench" "$RESULTS/streaming-$stamp.json" > /dev/null
