@@ -317,9 +317,10 @@ torch::Tensor SquaredGradientNorm(const std::vector<torch::Tensor>& parameters) 
   }
   // On the CPU a float64 norm converts element by element, ten times slower
   // than each gradient's BLAS dot with itself (the mlp's 1.9 M gradients:
-  // 1.4 ms against 0.1 ms, bench/results/noise-overhead-2026-12-05*); the
-  // float32 dot's relative error (~1e-7 there) is far below the estimator's
-  // own noise. The dots are summed in float64.
+  // the measurement took 1.4 ms per window with it, 0.17 ms with the dots;
+  // bench/results/noise-overhead-2026-12-05*). The float32 dots' relative
+  // error (~4e-7 there) is far below the estimator's own noise; they are
+  // summed in float64.
   std::vector<torch::Tensor> squares;
   squares.reserve(grads.size());
   for (const torch::Tensor& g : grads) {
