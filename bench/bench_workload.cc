@@ -1,33 +1,37 @@
 #include "bench/bench_workload.h"
 
+#include <stdexcept>
+
 #include "worker/engine/tracking_allocator.h"
 
 namespace accumulus::engine {
 
 TrainConfig ModelUnderTest(const std::string& kind) {
   TrainConfig c;
-  c.model.kind = kind == "mlp"   ? ModelKind::kMlp
-                 : kind == "cnn" ? ModelKind::kCnn
-                                 : ModelKind::kCharLm;
   c.data.samples = kGlobalBatch;
   c.data.seed = 1;
   if (kind == "mlp") {  // 784-1024-1024-10
+    c.model.kind = ModelKind::kMlp;
     c.model.hidden = {1024, 1024};
     c.data.features = 784;
     c.data.outputs = 10;
   } else if (kind == "cnn") {  // two conv + BatchNorm blocks on 3×32×32
+    c.model.kind = ModelKind::kCnn;
     c.model.hidden = {16, 32};
     c.data.task = DataTask::kImageClassification;
     c.data.channels = 3;
     c.data.image_size = 32;
     c.data.outputs = 10;
-  } else {  // charlm: 2 layers, d_model 128, 4 heads, sequences of 128
+  } else if (kind == "charlm") {  // 2 layers, d_model 128, 4 heads, sequences of 128
+    c.model.kind = ModelKind::kCharLm;
     c.model.d_model = 128;
     c.model.heads = 4;
     c.model.layers = 2;
     c.data.task = DataTask::kLanguageModeling;
     c.data.sequence_length = 128;
     c.data.min_sequence_length = 128;
+  } else {
+    throw std::invalid_argument("no benchmark model named \"" + kind + "\"");
   }
   return c;
 }

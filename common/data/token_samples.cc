@@ -25,7 +25,6 @@ StatusOr<TokenSamples> TokenSamples::Index(std::string_view bytes, const TokenCo
     out.blocks_ = true;
     out.tokens_ = tokens;
     out.stride_ = length;
-    out.size_ = tokens >= 2 ? (tokens - 2) / length + 1 : 0;
   } else {
     auto add_document = [&](int64_t begin, int64_t end) {
       for (int64_t s = begin; s + 1 < end; s += length) {
@@ -41,13 +40,17 @@ StatusOr<TokenSamples> TokenSamples::Index(std::string_view bytes, const TokenCo
     }
     add_document(begin, tokens);
     out.documents_.shrink_to_fit();
-    out.size_ = static_cast<int64_t>(out.documents_.size());
   }
-  if (out.size_ == 0) {
+  if (out.size() == 0) {
     return Status::InvalidArgument("data.path " + config.path +
                                    ": no document of at least 2 tokens");
   }
   return out;
+}
+
+int64_t TokenSamples::size() const {
+  if (!blocks_) return static_cast<int64_t>(documents_.size());
+  return tokens_ >= 2 ? (tokens_ - 2) / stride_ + 1 : 0;
 }
 
 TokenSpan TokenSamples::operator[](int64_t i) const {

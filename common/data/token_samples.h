@@ -39,14 +39,13 @@ class TokenSamples {
   // when no document has two tokens.
   static StatusOr<TokenSamples> Index(std::string_view bytes, const TokenConfig& config);
 
-  int64_t size() const { return size_; }
+  int64_t size() const;
   // Sample i, 0 ≤ i < size().
   TokenSpan operator[](int64_t i) const;
 
  private:
   TokenSamples() = default;
 
-  int64_t size_ = 0;
   // blocks: the file's token count and the block stride; documents: spans.
   bool blocks_ = false;
   int64_t tokens_ = 0;
