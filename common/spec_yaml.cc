@@ -1,16 +1,21 @@
 #include "common/spec_yaml.h"
 
-#include <google/protobuf/util/json_util.h>
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/message.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cmath>
-#include <cstdio>
+#include <cstdint>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <optional>
 #include <sstream>
+#include <vector>
 
 #include "common/enum_names.h"
 #include "common/user_text.h"
@@ -18,32 +23,17 @@
 namespace accumulus {
 namespace {
 
-// What one spec may make the reader do: nesting, and values after alias
-// expansion (a few lines of anchors and aliases can otherwise stand for
-// billions of values).
+namespace pb = google::protobuf;
+
+// What one spec may make the reader do: nesting, and values visited after
+// alias and merge-key expansion (a few lines of anchors and aliases can
+// otherwise stand for billions of values).
 constexpr int kMaxDepth = 32;
 constexpr size_t kMaxValues = 100000;
 
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (byte < 0x20) {
-      char escaped[8];
-      std::snprintf(escaped, sizeof escaped, "\\u%04x", byte);
-      out += escaped;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
 // A number as JSON writes one: -?digits[.digits][e[+-]digits]. Anything
-// else strtod would take (hex, "inf", "nan") is not a number of a spec.
+// else strtod would take (hex, "inf", "nan", ".5", "+1") is not a number of
+// a spec.
 bool IsJsonNumber(const std::string& s) {
   size_t i = 0;
   const auto digits = [&] {
@@ -74,52 +64,164 @@ bool IsNonFiniteWord(std::string s) {
   return s == "inf" || s == "infinity" || s == "nan";
 }
 
-// YAML → JSON, so protobuf's JSON parser does the typing and names unknown
-// fields. A plain (unquoted) scalar that reads as a number or a boolean stays
-// one; a quoted scalar is always a string; a closed set's value is its
-// lowercase name (enum_names.h), whatever the quoting. What JSON cannot say,
-// or the reader must not do, is refused here in the spec's terms: the file,
-// the line, the field's path and the value as written.
-class YamlToJson {
- public:
-  explicit YamlToJson(const std::string& source) : source_(source) {}
+// A whole number as a sign and a magnitude, so that every integer type's
+// range is checked without overflow: -2^63 and 2^64 - 1 both fit.
+struct WholeNumber {
+  bool negative = false;
+  uint64_t magnitude = 0;
+};
 
-  // `type`: the message whose fields a mapping at `node` names (null where
-  // no message is known: protobuf's parser names what is wrong there).
-  Status Convert(const YAML::Node& node, const std::string& path, int depth,
-                 const google::protobuf::Descriptor* type, std::string* out) {
-    if (++values_ > kMaxValues) {
-      return Error(node, "the spec stands for more than " + std::to_string(kMaxValues) +
-                             " values (YAML aliases expanding?)");
+// The range of an integer field, and whether `n` is in it.
+struct IntegerRange {
+  uint64_t most_negative;  // magnitude of the minimum
+  uint64_t most_positive;
+  bool Holds(const WholeNumber& n) const {
+    return n.negative ? n.magnitude <= most_negative : n.magnitude <= most_positive;
+  }
+  std::string Text() const {
+    return (most_negative > 0 ? "-" + std::to_string(most_negative) : "0") + " to " +
+           std::to_string(most_positive);
+  }
+};
+
+IntegerRange RangeOf(pb::FieldDescriptor::CppType type) {
+  switch (type) {
+    case pb::FieldDescriptor::CPPTYPE_INT32:
+      return {uint64_t{1} << 31, (uint64_t{1} << 31) - 1};
+    case pb::FieldDescriptor::CPPTYPE_UINT32:
+      return {0, std::numeric_limits<uint32_t>::max()};
+    case pb::FieldDescriptor::CPPTYPE_INT64:
+      return {uint64_t{1} << 63, (uint64_t{1} << 63) - 1};
+    default:
+      return {0, std::numeric_limits<uint64_t>::max()};
+  }
+}
+
+// A field's name in a path: as written when it could be a field name, else
+// quoted for the error (a key may hold anything, escape sequences too).
+std::string KeyForError(const std::string& key) {
+  const bool name = !key.empty() && std::all_of(key.begin(), key.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
+  return name ? key : QuotedForError(key);
+}
+
+std::string Join(const std::string& path, const std::string& key) {
+  return path.empty() ? KeyForError(key) : path + "." + KeyForError(key);
+}
+
+// Levenshtein distance, for suggesting the field a misspelt key meant.
+size_t EditDistance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
     }
-    if (depth > kMaxDepth) {
-      return Error(node,
-                   Field(path) + " is nested deeper than " + std::to_string(kMaxDepth) + " levels");
+  }
+  return row[b.size()];
+}
+
+// A key lowercased without underscores: globalBatch and global_batch meet.
+std::string Folded(const std::string& key) {
+  std::string out;
+  for (char c : key) {
+    if (c != '_') out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return out;
+}
+
+// The field `key` most likely meant: the same name in another case or
+// spelling (globalBatch), or one within two edits (micro_bach); null when
+// none is that close.
+const pb::FieldDescriptor* ClosestField(const pb::Descriptor& type, const std::string& key) {
+  const pb::FieldDescriptor* best = nullptr;
+  size_t best_distance = 3;
+  for (int i = 0; i < type.field_count(); ++i) {
+    const pb::FieldDescriptor* f = type.field(i);
+    const size_t distance = Folded(f->name()) == Folded(key) ? 0 : EditDistance(f->name(), key);
+    if (distance < best_distance) {
+      best = f;
+      best_distance = distance;
     }
-    switch (node.Type()) {
-      case YAML::NodeType::Null:
-      case YAML::NodeType::Undefined:
-        *out += "null";
-        return Status::Ok();
-      case YAML::NodeType::Scalar:
-        return Scalar(node, path, out);
-      case YAML::NodeType::Sequence: {
-        *out += "[";
-        for (size_t i = 0; i < node.size(); ++i) {
-          if (i) *out += ",";
-          const std::string item = path + "[" + std::to_string(i + 1) + "]";
-          if (Status s = Convert(node[i], item, depth + 1, type, out); !s.ok()) return s;
+  }
+  return best;
+}
+
+std::string FieldNames(const pb::Descriptor& type) {
+  std::vector<std::string> names;
+  for (int i = 0; i < type.field_count(); ++i) names.push_back(type.field(i)->name());
+  std::sort(names.begin(), names.end());
+  std::string out;
+  for (const std::string& name : names) out += (out.empty() ? "" : ", ") + name;
+  return out;
+}
+
+const char* KindOf(const YAML::Node& node) {
+  if (node.IsSequence()) return "a list";
+  if (node.IsMap()) return "a mapping";
+  return "a single value";
+}
+
+// YAML → JobSpec, led by the message's descriptor: every key must name a
+// field, and every value must be of the field's type. What is wrong is
+// refused in the spec's terms — the file, the line, the field's path
+// (list items counted from 0, as the controller counts them) and the value
+// as written — the words clients/python/src/accumulus/spec.py uses too. A
+// plain (unquoted) value and a quoted one read the same, except that only a
+// plain true or false is a boolean; text fields take any value as written
+// (`name: 123` is "123"); a closed set's value is one of its lowercase
+// names (enum_names.h). YAML merge keys (`<<: *defaults`) fill in the keys a
+// mapping does not give itself.
+class SpecReader {
+ public:
+  explicit SpecReader(const std::string& source) : source_(source) {}
+
+  Status Message(const YAML::Node& node, const std::string& path, int depth, pb::Message* out) {
+    if (Status s = Visit(node, path, depth); !s.ok()) return s;
+    if (!node.IsMap()) {
+      return Error(node, Field(path) + " must be a mapping of fields, not " + KindOf(node));
+    }
+    std::vector<Entry> entries;
+    if (Status s = Entries(node, path, depth, &entries); !s.ok()) return s;
+    const pb::Descriptor& type = *out->GetDescriptor();
+    for (const Entry& entry : entries) {
+      const std::string& key = entry.key.Scalar();
+      const std::string field = Join(path, key);
+      if (&type == v1::JobSpec::descriptor()) {
+        // `micro_batch: auto` is the auto_micro_batch flag.
+        if (key == "micro_batch" && entry.value.IsScalar() && entry.value.Scalar() == "auto") {
+          out->GetReflection()->SetBool(out, type.FindFieldByName("auto_micro_batch"), true);
+          continue;
         }
-        *out += "]";
-        return Status::Ok();
+        // `devices: {min: A, max: B}`: an elastic device count.
+        if (key == "devices" && entry.value.IsMap()) {
+          if (Status s = DeviceRange(entry.value, depth + 1, out); !s.ok()) return s;
+          continue;
+        }
       }
-      case YAML::NodeType::Map:
-        return Map(node, path, depth, type, out);
+      const pb::FieldDescriptor* f = type.FindFieldByName(key);
+      if (f == nullptr) {
+        const pb::FieldDescriptor* meant = ClosestField(type, key);
+        return Error(entry.key, field + " is not a field" +
+                                    (meant != nullptr ? "; did you mean " + meant->name() + "?"
+                                                      : " (one of " + FieldNames(type) + ")"));
+      }
+      if (Status s = Field(entry.value, field, depth + 1, *f, out); !s.ok()) return s;
     }
     return Status::Ok();
   }
 
  private:
+  struct Entry {
+    YAML::Node key;
+    YAML::Node value;
+  };
+
   static std::string Field(const std::string& path) { return path.empty() ? "the spec" : path; }
 
   Status Error(const YAML::Node& node, const std::string& what) const {
@@ -129,77 +231,255 @@ class YamlToJson {
                                    what);
   }
 
-  Status Scalar(const YAML::Node& node, const std::string& path, std::string* out) {
-    const std::string& s = node.Scalar();
-    // Quoted, or a label's value (labels are text: `sweep: 3` is "3").
-    if (node.Tag() == "!" || path.rfind("labels.", 0) == 0) {
-      *out += JsonString(s);
-      return Status::Ok();
+  // Counts one value against the bounds.
+  Status Visit(const YAML::Node& node, const std::string& path, int depth) {
+    if (++values_ > kMaxValues) {
+      return Error(node, "the spec stands for more than " + std::to_string(kMaxValues) +
+                             " values (YAML aliases expanding?)");
     }
-    if (IsNonFiniteWord(s)) {
-      return Error(node, Field(path) + " " + s + " is not a finite number");
-    }
-    if (IsJsonNumber(s)) {
-      if (!std::isfinite(std::strtod(s.c_str(), nullptr))) {
-        return Error(node, Field(path) + " " + s + " is out of range");
-      }
-      *out += s;
-    } else if (s == "true" || s == "false") {
-      *out += s;
-    } else {
-      *out += JsonString(s);
+    if (depth > kMaxDepth) {
+      return Error(node,
+                   Field(path) + " is nested deeper than " + std::to_string(kMaxDepth) + " levels");
     }
     return Status::Ok();
   }
 
-  // A closed set's value: one of its names, as the JSON parser spells it.
-  Status EnumValue(const YAML::Node& node, const std::string& path,
-                   const google::protobuf::EnumDescriptor& type, std::string* out) {
-    if (node.IsNull()) {
-      *out += "null";
-      return Status::Ok();
-    }
-    const std::optional<int> number =
-        node.IsScalar() ? EnumValueByName(type, node.Scalar()) : std::nullopt;
-    if (!number) {
-      const std::string value = node.IsScalar() ? QuotedForError(node.Scalar()) : "(not a name)";
-      return Error(node, "unknown " + path + " " + value + "; one of " + EnumValueNames(type));
-    }
-    *out += JsonString(type.FindValueByNumber(*number)->name());
-    return Status::Ok();
-  }
-
-  Status Map(const YAML::Node& node, const std::string& path, int depth,
-             const google::protobuf::Descriptor* type, std::string* out) {
-    *out += "{";
-    std::map<std::string, int> lines;  // key → line it first appeared on
-    for (const auto& entry : node) {
+  // A mapping's entries: its own keys in order (each once), then those its
+  // merge keys bring that it does not give itself, the first merged mapping
+  // first.
+  Status Entries(const YAML::Node& map, const std::string& path, int depth,
+                 std::vector<Entry>* out) {
+    std::map<std::string, int> lines;  // key → line it first appeared on (0: merged)
+    std::vector<YAML::Node> merges;
+    for (const auto& entry : map) {
       if (!entry.first.IsScalar()) {
         return Error(entry.first,
                      "a key of " + Field(path) + " is a list or a mapping; keys are field names");
       }
-      const std::string key = entry.first.Scalar();
-      const std::string field = path.empty() ? key : path + "." + key;
+      const std::string& key = entry.first.Scalar();
+      if (key == "<<" && entry.first.Tag() != "!") {
+        merges.push_back(entry.second);
+        continue;
+      }
       const int line = entry.first.Mark().is_null() ? 0 : entry.first.Mark().line + 1;
       if (const auto [it, added] = lines.emplace(key, line); !added) {
         return Error(
             entry.first,
-            field + " is given twice" +
+            Join(path, key) + " is given twice" +
                 (it->second > 0 ? " (first on line " + std::to_string(it->second) + ")" : ""));
       }
-      if (lines.size() > 1) *out += ",";
-      *out += JsonString(key) + ":";
-      const google::protobuf::FieldDescriptor* f = type ? type->FindFieldByName(key) : nullptr;
-      Status s;
-      if (f != nullptr && f->enum_type() != nullptr) {
-        s = EnumValue(entry.second, field, *f->enum_type(), out);
-      } else {
-        const bool message = f != nullptr && f->message_type() != nullptr && !f->is_map();
-        s = Convert(entry.second, field, depth + 1, message ? f->message_type() : nullptr, out);
-      }
-      if (!s.ok()) return s;
+      out->push_back({entry.first, entry.second});
     }
-    *out += "}";
+    for (const YAML::Node& merge : merges) {
+      std::vector<YAML::Node> sources;
+      if (merge.IsSequence()) {
+        for (const YAML::Node& source : merge) sources.push_back(source);
+      } else {
+        sources.push_back(merge);
+      }
+      for (const YAML::Node& source : sources) {
+        if (Status s = Visit(source, path, depth + 1); !s.ok()) return s;
+        if (!source.IsMap()) {
+          return Error(source, "<< in " + Field(path) + " takes a mapping or a list of mappings");
+        }
+        std::vector<Entry> merged;
+        if (Status s = Entries(source, path, depth + 1, &merged); !s.ok()) return s;
+        for (const Entry& entry : merged) {
+          if (lines.emplace(entry.key.Scalar(), 0).second) out->push_back(entry);
+        }
+      }
+    }
+    return Status::Ok();
+  }
+
+  // A field's value: nothing (null), a mapping for a map field, a list for
+  // a repeated one, else one value.
+  Status Field(const YAML::Node& node, const std::string& path, int depth,
+               const pb::FieldDescriptor& f, pb::Message* out) {
+    if (Status s = Visit(node, path, depth); !s.ok()) return s;
+    if (node.IsNull()) return Status::Ok();  // not given
+    if (f.is_map()) {
+      if (!node.IsMap()) return Error(node, path + " must be a mapping, not " + KindOf(node));
+      std::vector<Entry> entries;
+      if (Status s = Entries(node, path, depth, &entries); !s.ok()) return s;
+      const pb::Descriptor& entry_type = *f.message_type();
+      for (const Entry& entry : entries) {
+        pb::Message* pair = out->GetReflection()->AddMessage(out, &f);
+        if (Status s = Value(entry.key, path, *entry_type.map_key(), pair); !s.ok()) return s;
+        const std::string item = Join(path, entry.key.Scalar());
+        if (Status s = Visit(entry.value, item, depth + 1); !s.ok()) return s;
+        if (entry.value.IsNull()) return Error(entry.key, item + " has no value");
+        if (Status s = Value(entry.value, item, *entry_type.map_value(), pair); !s.ok()) return s;
+      }
+      return Status::Ok();
+    }
+    if (f.is_repeated()) {
+      if (!node.IsSequence()) return Error(node, path + " must be a list, not " + KindOf(node));
+      for (size_t i = 0; i < node.size(); ++i) {
+        const std::string item = path + "[" + std::to_string(i) + "]";
+        if (Status s = Visit(node[i], item, depth + 1); !s.ok()) return s;
+        if (node[i].IsNull()) return Error(node[i], item + " has no value");
+        if (f.cpp_type() == pb::FieldDescriptor::CPPTYPE_MESSAGE) {
+          Status s = Message(node[i], item, depth + 1, out->GetReflection()->AddMessage(out, &f));
+          if (!s.ok()) return s;
+        } else if (Status s = Value(node[i], item, f, out); !s.ok()) {
+          return s;
+        }
+      }
+      return Status::Ok();
+    }
+    if (f.cpp_type() == pb::FieldDescriptor::CPPTYPE_MESSAGE) {
+      return Message(node, path, depth, out->GetReflection()->MutableMessage(out, &f));
+    }
+    return Value(node, path, f, out);
+  }
+
+  // One value of a field that is not a message: set, or added to the
+  // repeated field.
+  Status Value(const YAML::Node& node, const std::string& path, const pb::FieldDescriptor& f,
+               pb::Message* out) {
+    if (!node.IsScalar()) {
+      if (f.cpp_type() == pb::FieldDescriptor::CPPTYPE_ENUM) {
+        return Error(node, "unknown " + path + " (" + KindOf(node) + "); one of " +
+                               EnumValueNames(*f.enum_type()));
+      }
+      return Error(node, path + " must be a single value, not " + KindOf(node));
+    }
+    const pb::Reflection& r = *out->GetReflection();
+    const std::string& text = node.Scalar();
+    const bool repeated = f.is_repeated();
+    switch (f.cpp_type()) {
+      case pb::FieldDescriptor::CPPTYPE_STRING:
+        repeated ? r.AddString(out, &f, text) : r.SetString(out, &f, text);
+        return Status::Ok();
+      case pb::FieldDescriptor::CPPTYPE_ENUM: {
+        const std::optional<int> number = EnumValueByName(*f.enum_type(), text);
+        if (!number) {
+          return Error(node, "unknown " + path + " " + QuotedForError(text) + "; one of " +
+                                 EnumValueNames(*f.enum_type()));
+        }
+        repeated ? r.AddEnumValue(out, &f, *number) : r.SetEnumValue(out, &f, *number);
+        return Status::Ok();
+      }
+      case pb::FieldDescriptor::CPPTYPE_BOOL: {
+        const bool plain = node.Tag() != "!";
+        if (!plain || (text != "true" && text != "false")) {
+          return Error(node, path + " " + QuotedForError(text) + " is not true or false");
+        }
+        repeated ? r.AddBool(out, &f, text == "true") : r.SetBool(out, &f, text == "true");
+        return Status::Ok();
+      }
+      case pb::FieldDescriptor::CPPTYPE_DOUBLE:
+      case pb::FieldDescriptor::CPPTYPE_FLOAT: {
+        if (Status s = Number(node, path); !s.ok()) return s;
+        const double value = std::strtod(text.c_str(), nullptr);
+        const bool is_float = f.cpp_type() == pb::FieldDescriptor::CPPTYPE_FLOAT;
+        if (!std::isfinite(value) ||
+            (is_float && std::fabs(value) > std::numeric_limits<float>::max())) {
+          return Error(node, path + " " + text + " is out of range");
+        }
+        if (is_float) {
+          const auto narrow = static_cast<float>(value);
+          repeated ? r.AddFloat(out, &f, narrow) : r.SetFloat(out, &f, narrow);
+        } else {
+          repeated ? r.AddDouble(out, &f, value) : r.SetDouble(out, &f, value);
+        }
+        return Status::Ok();
+      }
+      case pb::FieldDescriptor::CPPTYPE_INT32:
+      case pb::FieldDescriptor::CPPTYPE_INT64:
+      case pb::FieldDescriptor::CPPTYPE_UINT32:
+      case pb::FieldDescriptor::CPPTYPE_UINT64:
+        return Integer(node, path, f, out);
+      case pb::FieldDescriptor::CPPTYPE_MESSAGE:
+        break;
+    }
+    return Error(node, path + " cannot be read from YAML");
+  }
+
+  // OK when `node` is a number as JSON writes one (quoted or not).
+  Status Number(const YAML::Node& node, const std::string& path) const {
+    const std::string& text = node.Scalar();
+    if (IsNonFiniteWord(text)) return Error(node, path + " " + text + " is not a finite number");
+    if (!IsJsonNumber(text)) {
+      return Error(node, path + " " + QuotedForError(text) + " is not a number");
+    }
+    return Status::Ok();
+  }
+
+  Status Integer(const YAML::Node& node, const std::string& path, const pb::FieldDescriptor& f,
+                 pb::Message* out) {
+    if (Status s = Number(node, path); !s.ok()) return s;
+    const std::string& text = node.Scalar();
+    const IntegerRange range = RangeOf(f.cpp_type());
+    const Status out_of_range =
+        Error(node, path + " " + text + " is out of range (" + range.Text() + ")");
+    WholeNumber n;
+    if (text.find_first_of(".eE") == std::string::npos) {
+      n.negative = text[0] == '-';
+      errno = 0;
+      n.magnitude = std::strtoull(text.c_str() + (n.negative ? 1 : 0), nullptr, 10);
+      if (errno == ERANGE) return out_of_range;
+      if (n.magnitude == 0) n.negative = false;  // -0
+    } else {
+      // A decimal or exponent form (2e9, 8.0) of a whole number.
+      const double value = std::strtod(text.c_str(), nullptr);
+      if (!std::isfinite(value)) return out_of_range;
+      if (value != std::trunc(value))
+        return Error(node, path + " " + text + " is not a whole number");
+      // Beyond 2^53 the double is not the number the text says.
+      if (std::fabs(value) > 0x1p53) {
+        return Error(node,
+                     path + " " + text + " is too large for its exponent form; write its digits");
+      }
+      n = {value < 0, static_cast<uint64_t>(std::fabs(value))};
+    }
+    if (!range.Holds(n)) return out_of_range;
+    const pb::Reflection& r = *out->GetReflection();
+    const bool repeated = f.is_repeated();
+    // In range, so each conversion below is exact.
+    const auto as_int64 = [&] {
+      return n.negative ? -static_cast<int64_t>(n.magnitude - 1) - 1
+                        : static_cast<int64_t>(n.magnitude);
+    };
+    switch (f.cpp_type()) {
+      case pb::FieldDescriptor::CPPTYPE_INT32: {
+        const auto v = static_cast<int32_t>(as_int64());
+        repeated ? r.AddInt32(out, &f, v) : r.SetInt32(out, &f, v);
+        break;
+      }
+      case pb::FieldDescriptor::CPPTYPE_INT64:
+        repeated ? r.AddInt64(out, &f, as_int64()) : r.SetInt64(out, &f, as_int64());
+        break;
+      case pb::FieldDescriptor::CPPTYPE_UINT32: {
+        const auto v = static_cast<uint32_t>(n.magnitude);
+        repeated ? r.AddUInt32(out, &f, v) : r.SetUInt32(out, &f, v);
+        break;
+      }
+      default:
+        repeated ? r.AddUInt64(out, &f, n.magnitude) : r.SetUInt64(out, &f, n.magnitude);
+        break;
+    }
+    return Status::Ok();
+  }
+
+  // `devices: {min: A, max: B}` into min_devices and devices.
+  Status DeviceRange(const YAML::Node& range, int depth, pb::Message* spec) {
+    std::vector<Entry> entries;
+    if (Status s = Entries(range, "devices", depth, &entries); !s.ok()) return s;
+    const pb::Descriptor& type = *spec->GetDescriptor();
+    int given = 0;
+    for (const Entry& entry : entries) {
+      const std::string& key = entry.key.Scalar();
+      if (key != "min" && key != "max") {
+        return Error(entry.key, Join("devices", key) + " is not a field (devices: {min, max})");
+      }
+      const pb::FieldDescriptor& f =
+          *type.FindFieldByName(key == "min" ? "min_devices" : "devices");
+      if (Status s = Field(entry.value, "devices." + key, depth + 1, f, spec); !s.ok()) return s;
+      ++given;
+    }
+    if (given < 2) return Error(range, "devices needs both min and max");
     return Status::Ok();
   }
 
@@ -210,58 +490,26 @@ class YamlToJson {
 }  // namespace
 
 StatusOr<v1::JobSpec> ParseJobSpecYaml(const std::string& yaml, const std::string& source) {
-  YAML::Node root;
+  std::vector<YAML::Node> documents;
   try {
-    root = YAML::Load(yaml);
+    documents = YAML::LoadAll(yaml);
   } catch (const YAML::Exception& e) {
     return Status::InvalidArgument(source + ": line " + std::to_string(e.mark.line + 1) +
                                    ", column " + std::to_string(e.mark.column + 1) + ": " + e.msg);
   }
-  if (!root.IsMap()) {
+  // A trailing `---` opens an empty document: nothing more was said.
+  while (documents.size() > 1 && documents.back().IsNull()) documents.pop_back();
+  if (documents.size() > 1) {
+    const YAML::Mark second = documents[1].Mark();
+    return Status::InvalidArgument(
+        source + ": " + (second.is_null() ? "" : "line " + std::to_string(second.line + 1) + ": ") +
+        "a second YAML document; a job spec is one document (submit one file per job)");
+  }
+  if (documents.empty() || !documents[0].IsMap()) {
     return Status::InvalidArgument(source + ": a job spec must be a YAML mapping of fields");
   }
-  // `micro_batch: auto` is the auto_micro_batch flag.
-  if (root["micro_batch"] && root["micro_batch"].IsScalar() &&
-      root["micro_batch"].Scalar() == "auto") {
-    root.remove("micro_batch");
-    root["auto_micro_batch"] = true;
-  }
-  // `devices: {min: A, max: B}`: an elastic device count.
-  if (root["devices"] && root["devices"].IsMap()) {
-    const YAML::Node range = root["devices"];
-    for (const auto& key : range) {
-      if (!key.first.IsScalar()) {
-        return Status::InvalidArgument(source +
-                                       ": a key of devices is a list or a mapping "
-                                       "(devices: {min, max})");
-      }
-      const std::string name = key.first.Scalar();
-      if (name != "min" && name != "max") {
-        return Status::InvalidArgument(source + ": devices." + name +
-                                       " is not a field (devices: {min, max})");
-      }
-    }
-    if (!range["min"] || !range["max"]) {
-      return Status::InvalidArgument(source + ": devices needs both min and max");
-    }
-    const YAML::Node min = range["min"];
-    const YAML::Node max = range["max"];
-    root.remove("devices");
-    root["devices"] = max;
-    root["min_devices"] = min;
-  }
-  std::string json;
-  if (Status s = YamlToJson(source).Convert(root, "", 0, v1::JobSpec::descriptor(), &json);
-      !s.ok()) {
-    return s;
-  }
   v1::JobSpec spec;
-  google::protobuf::util::JsonParseOptions options;
-  options.ignore_unknown_fields = false;
-  auto parsed = google::protobuf::util::JsonStringToMessage(json, &spec, options);
-  if (!parsed.ok()) {
-    return Status::InvalidArgument(source + ": " + std::string(parsed.message()));
-  }
+  if (Status s = SpecReader(source).Message(documents[0], "", 0, &spec); !s.ok()) return s;
   return spec;
 }
 

@@ -121,14 +121,16 @@ struct SpecCase {
 };
 
 std::vector<SpecCase> SpecCases() {
-  std::string deep = "x";
-  for (int i = 0; i < 40; ++i) deep = "{a: " + deep + "}";
-  std::string bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n";
-  for (char c = 'b'; c <= 'g'; ++c) {
-    const std::string prev(1, static_cast<char>(c - 1));
-    bomb += std::string(1, c) + ": &" + c + " [*" + prev + ", *" + prev + ", *" + prev + ", *" +
-            prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev +
-            ", *" + prev + "]\n";
+  // Anchors stand only where the spec takes a value: a growing expansion is
+  // one of merge keys, each level merging the last ten times.
+  std::string deep = "{kind: mlp}";
+  for (int i = 0; i < 40; ++i) deep = "{<<: " + deep + "}";
+  std::string bomb = "model:\n  <<:\n    - &a0 {kind: mlp}\n";
+  for (int level = 1; level <= 7; ++level) {
+    const std::string prev = "*a" + std::to_string(level - 1);
+    bomb += "    - &a" + std::to_string(level) + " {<<: [" + prev;
+    for (int k = 1; k < 10; ++k) bomb += ", " + prev;
+    bomb += "]}\n";
   }
   return {
       // What the YAML reader refuses (file and line).
@@ -148,11 +150,20 @@ std::vector<SpecCase> SpecCases() {
        2,
        {"optimizer.lr 1e999 is out of range"}},
       {"AliasBomb", bomb, 2, {"more than 100000 values"}},
-      {"TooDeep", "data: " + deep + "\n", 2, {"nested deeper than 32 levels"}},
+      {"TooDeep", "model: " + deep + "\n", 2, {"nested deeper than 32 levels"}},
       {"NotAMapping", "- micro_batch\n- 4\n", 2, {"a job spec must be a YAML mapping"}},
       {"Unclosed", "model: {kind: mlp\n", 2, {"line 2"}},
       {"MappingAsAKey", "{a: 1}: 2\n", 2, {"a key of the spec is a list or a mapping"}},
       {"HexNumber", Yaml({{"micro_batch", "0x10"}}), 2, {"micro_batch"}},
+      {"FractionalBatch",
+       Yaml({{"global_batch", "4.5"}}),
+       2,
+       {"global_batch 4.5 is not a whole number"}},
+      {"MisspeltField",
+       Yaml({{"optimizer", "{kind: sgd, lr: 0.1, momentun: 0.9}"}}),
+       2,
+       {"optimizer.momentun is not a field; did you mean momentum?"}},
+      {"SecondDocument", Yaml({}) + "---\nname: other\n", 2, {"a second YAML document"}},
       {"BadDeviceRange", Yaml({{"devices", "{min: 1, most: 2}"}}), 2, {"devices.most"}},
       {"UnknownModel",
        Yaml({{"model", "{kind: resnet}"}}),

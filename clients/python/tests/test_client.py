@@ -199,6 +199,28 @@ def test_a_spec_the_client_cannot_read_names_the_file_the_line_and_the_field(tmp
         accumulus.load_spec({"micro_batch": 2.5})
 
 
+def test_every_value_must_be_of_its_fields_type_as_the_cli_reads_it(tmp_path):
+    def error(spec):
+        with pytest.raises(accumulus.SpecError) as e:
+            accumulus.load_spec(spec)
+        return str(e.value)
+    assert error({"micro_bach": 8}) == "the spec: micro_bach is not a field; did you mean micro_batch?"
+    assert error({"globalBatch": 8}) == (
+        "the spec: globalBatch is not a field; did you mean global_batch?")
+    assert error({"model": {"hidden": [8, float("nan")]}}) == (
+        "the spec: model.hidden[1] nan is not a finite number")
+    assert error({"devices": 3_000_000_000}) == (
+        "the spec: devices 3000000000 is out of range (-2147483648 to 2147483647)")
+    assert error({"seed": -1}) == "the spec: seed -1 is out of range (0 to 18446744073709551615)"
+    assert error({"memory_limit_bytes": 1e300}) == (
+        "the spec: memory_limit_bytes 1e+300 is too large for its exponent form; write its digits")
+    assert accumulus.load_spec({"seed": 2**64 - 1, "memory_limit_bytes": 2e9}).seed == 2**64 - 1
+    # A list item is counted from 0, as the controller counts it, and found in the file.
+    path = tmp_path / "list.yaml"
+    path.write_text("name: x\nmodel:\n  hidden:\n    - 8\n    - 2.5\n")
+    assert error(path) == f"{path}: line 5: model.hidden[1] 2.5 is not a whole number"
+
+
 def test_list_pages_through_every_job_with_the_servers_filters(cluster):
     tag = uuid.uuid4().hex[:8]
     with cluster.client() as c:

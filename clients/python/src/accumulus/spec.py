@@ -27,6 +27,12 @@ __all__ = ["SpecSource", "load_spec", "spec_from_dict", "enum_value_name"]
 SpecSource = Union[job_pb2.JobSpec, Mapping[str, Any], str, "os.PathLike[str]"]
 
 _FD = _descriptor.FieldDescriptor
+_INTEGER_RANGES = {
+    _FD.CPPTYPE_INT32: (-2**31, 2**31 - 1),
+    _FD.CPPTYPE_UINT32: (0, 2**32 - 1),
+    _FD.CPPTYPE_INT64: (-2**63, 2**63 - 1),
+    _FD.CPPTYPE_UINT64: (0, 2**64 - 1),
+}
 
 
 class _SpecLoader(yaml.SafeLoader):
@@ -81,6 +87,29 @@ def _enum_names(enum: _descriptor.EnumDescriptor) -> str:
     return ", ".join(enum_value_name(enum, v.number) for v in enum.values if v.number != 0)
 
 
+def _edit_distance(a: str, b: str) -> int:
+    row = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        diagonal, row[0] = row[0], i
+        for j, cb in enumerate(b, 1):
+            diagonal, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, diagonal + (ca != cb))
+    return row[-1]
+
+
+def _closest_field(desc: _descriptor.Descriptor, key: str):
+    """The field a misspelt key most likely meant (common/spec_yaml.cc's
+    rule): the same name in another case or spelling (globalBatch), or one
+    within two edits (micro_bach); None when none is that close."""
+    def folded(name: str) -> str:
+        return name.replace("_", "").lower()
+    best, best_distance = None, 3
+    for field in desc.fields:  # in the .proto's order, as the CLI looks
+        distance = 0 if folded(field.name) == folded(key) else _edit_distance(field.name, key)
+        if distance < best_distance:
+            best, best_distance = field.name, distance
+    return best
+
+
 class _Converter:
     """The dict in the YAML's shape -> the dict json_format parses (closed
     sets spelled as the proto names them), naming the source on errors."""
@@ -106,6 +135,9 @@ class _Converter:
             self.path = name
             field = desc.fields_by_name.get(key)
             if field is None:
+                meant = _closest_field(desc, key)
+                if meant is not None:
+                    raise self.error(f"{name} is not a field; did you mean {meant}?")
                 known = ", ".join(sorted(desc.fields_by_name))
                 raise self.error(f"{name} is not a field (one of {known})")
             out[key] = self.field(item, field, name)
@@ -122,7 +154,8 @@ class _Converter:
         if is_repeated(field):
             if not isinstance(value, (list, tuple)):
                 raise self.error(f"{path} must be a list")
-            return [self.single(v, field, f"{path}[{i + 1}]") for i, v in enumerate(value)]
+            # Items counted from 0, as the controller counts them.
+            return [self.single(v, field, f"{path}[{i}]") for i, v in enumerate(value)]
         return self.single(value, field, path)
 
     def single(self, value: Any, field: _descriptor.FieldDescriptor, path: str) -> Any:
@@ -131,6 +164,7 @@ class _Converter:
         return self.scalar(value, field, path)
 
     def scalar(self, value: Any, field: _descriptor.FieldDescriptor, path: str) -> Any:
+        self.path = path  # a list item's error is on the item's line
         if field.enum_type is not None:
             return self.enum(value, field.enum_type, path)
         if field.type == _FD.TYPE_STRING:
@@ -148,9 +182,20 @@ class _Converter:
                 raise self.error(f"{path} {value!r} is not a finite number")
             return number
         number = self.number(value, path)
-        if number != int(number):
-            raise self.error(f"{path} {value!r} is not a whole number")
-        return int(number)
+        if isinstance(number, float):
+            if not math.isfinite(number):
+                raise self.error(f"{path} {value!r} is not a finite number")
+            if number != math.trunc(number):
+                raise self.error(f"{path} {value!r} is not a whole number")
+            # Beyond 2^53 the float is not the number that was written.
+            if abs(number) > 2.0 ** 53:
+                raise self.error(f"{path} {value!r} is too large for its exponent form; "
+                                 "write its digits")
+        whole = int(number)
+        low, high = _INTEGER_RANGES[field.cpp_type]
+        if not low <= whole <= high:
+            raise self.error(f"{path} {value!r} is out of range ({low} to {high})")
+        return whole
 
     def number(self, value: Any, path: str) -> float:
         # YAML 1.1 reads 1e-3 (no dot) as text: take it as the number it is.
@@ -204,7 +249,7 @@ def _line_of(text: str, field: str):
     line = None
     for part in re.findall(r"[^.\[\]]+|\[\d+\]", field):
         if part.startswith("[") and isinstance(node, yaml.SequenceNode):
-            index = int(part[1:-1]) - 1
+            index = int(part[1:-1])
             if not 0 <= index < len(node.value):
                 return line
             node = node.value[index]
