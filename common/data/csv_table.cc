@@ -3,25 +3,63 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 #include <sstream>
+#include <string_view>
 
 #include "common/data/class_labels.h"
 
 namespace accumulus::data {
 namespace {
 
-std::vector<std::string> SplitFields(const std::string& line) {
+// One line's fields, trimmed of spaces (and of a CRLF file's carriage
+// return). A field may be quoted as RFC 4180 says — `"1.5"`, `"a, b"`,
+// `"say ""x"""` — as spreadsheets and R's write.csv quote headers and text;
+// a quote opened must close on the same line. Null when one does not, or
+// text follows a closing quote (`*error` says which).
+std::optional<std::vector<std::string>> SplitFields(const std::string& line, std::string* error) {
   std::vector<std::string> fields;
-  std::string field;
-  std::istringstream in(line);
-  while (std::getline(in, field, ',')) {
-    // Trim spaces and a trailing carriage return (CRLF files).
-    const auto begin = field.find_first_not_of(" \t\r");
-    const auto end = field.find_last_not_of(" \t\r");
-    fields.push_back(begin == std::string::npos ? "" : field.substr(begin, end - begin + 1));
+  size_t i = 0;
+  const auto skip_spaces = [&] {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) ++i;
+  };
+  while (true) {
+    skip_spaces();
+    std::string field;
+    if (i < line.size() && line[i] == '"') {
+      const size_t column = fields.size() + 1;
+      bool closed = false;
+      for (++i; i < line.size(); ++i) {
+        if (line[i] != '"') {
+          field += line[i];
+        } else if (i + 1 < line.size() && line[i + 1] == '"') {
+          field += '"';  // "" is a quote inside the field
+          ++i;
+        } else {
+          closed = true;
+          ++i;
+          break;
+        }
+      }
+      skip_spaces();
+      if (!closed) {
+        *error = "column " + std::to_string(column) + ": a quoted field does not end on its line";
+        return std::nullopt;
+      }
+      if (i < line.size() && line[i] != ',') {
+        *error = "column " + std::to_string(column) + ": text after a quoted field's closing quote";
+        return std::nullopt;
+      }
+    } else {
+      const size_t comma = std::min(line.find(',', i), line.size());
+      field = line.substr(i, comma - i);
+      field.erase(field.find_last_not_of(" \t\r") + 1);  // npos + 1 == 0: all spaces
+      i = comma;
+    }
+    fields.push_back(std::move(field));
+    if (i >= line.size()) return fields;
+    ++i;  // the comma
   }
-  if (!line.empty() && line.back() == ',') fields.push_back("");
-  return fields;
 }
 
 bool ParseNumber(const std::string& text, double* value) {
@@ -52,7 +90,12 @@ int64_t LabelIndex(const CsvConfig& config, const std::vector<std::string>& head
 }  // namespace
 
 StatusOr<CsvTable> ParseCsv(const std::string& text, const CsvConfig& config) {
-  std::istringstream lines(text);
+  // A byte order mark (as spreadsheets write UTF-8) is not part of the first
+  // field: left there, it would make a header of a first row of numbers.
+  constexpr std::string_view kByteOrderMark = "\xEF\xBB\xBF";
+  const size_t start =
+      text.compare(0, kByteOrderMark.size(), kByteOrderMark) == 0 ? kByteOrderMark.size() : 0;
+  std::istringstream lines(text.substr(start));
   std::string line;
   int64_t line_number = 0;
   std::vector<std::string> header;
@@ -62,7 +105,10 @@ StatusOr<CsvTable> ParseCsv(const std::string& text, const CsvConfig& config) {
   while (std::getline(lines, line)) {
     ++line_number;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;  // blank
-    const std::vector<std::string> fields = SplitFields(line);
+    std::string split_error;
+    const std::optional<std::vector<std::string>> split = SplitFields(line, &split_error);
+    if (!split) return Status::InvalidArgument(At(config.path, line_number) + ": " + split_error);
+    const std::vector<std::string>& fields = *split;
     std::vector<double> row(fields.size());
     bool numeric = true;
     for (size_t i = 0; i < fields.size() && numeric; ++i) numeric = ParseNumber(fields[i], &row[i]);

@@ -78,6 +78,36 @@ TEST(DataFormats, CsvValuesBeyondAFloatAreRefused) {
             "float)");
 }
 
+TEST(DataFormats, CsvTakesQuotedFieldsAsSpreadsheetsAndRWriteThem) {
+  CsvConfig config;
+  config.path = "t.csv";
+  config.label_column = "the label";
+  // R's write.csv: a quoted header (a name with a comma and a quote too),
+  // quoted row names; a byte order mark before it all.
+  const auto table = ParseCsv(
+      "\xEF\xBB\xBF\"\",\"x, \"\"mm\"\"\",\"the label\"\r\n\"1\", 0.5 ,\"1\"\r\n\"2\",-2,0\r\n",
+      config);
+  ASSERT_TRUE(table.ok()) << table.status().ToString();
+  EXPECT_EQ(table->rows, 2);
+  EXPECT_EQ(table->inputs, (std::vector<float>{1, 0.5, 2, -2}));
+  EXPECT_EQ(table->targets, (std::vector<double>{1, 0}));
+  // Without a header, a byte order mark leaves the first row a row.
+  config.label_column = "";
+  const auto marked = ParseCsv(
+      "\xEF\xBB\xBF"
+      "1,2,0\n3,4,1\n",
+      config);
+  ASSERT_TRUE(marked.ok()) << marked.status().ToString();
+  EXPECT_EQ(marked->rows, 2);
+  EXPECT_EQ(ParseCsv("a,b,c\n1,\"2,0\n", config).status().message(),
+            "t.csv:2: column 2: a quoted field does not end on its line");
+  EXPECT_EQ(ParseCsv("a,b,c\n1,\"2\"x,0\n", config).status().message(),
+            "t.csv:2: column 2: text after a quoted field's closing quote");
+  EXPECT_EQ(ParseCsv("1,2,0\n1,2,\n", config).status().message(),
+            "t.csv:2: column 3: expected a number")
+      << "a trailing comma is an empty last field";
+}
+
 TEST(DataFormats, TokensNeedAPositiveSequenceLength) {
   TokenConfig config;
   config.path = "t.bin";
