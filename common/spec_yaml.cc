@@ -19,6 +19,7 @@
 
 #include "common/enum_names.h"
 #include "common/user_text.h"
+#include "common/yaml_document.h"
 
 namespace accumulus {
 namespace {
@@ -490,26 +491,13 @@ class SpecReader {
 }  // namespace
 
 StatusOr<v1::JobSpec> ParseJobSpecYaml(const std::string& yaml, const std::string& source) {
-  std::vector<YAML::Node> documents;
-  try {
-    documents = YAML::LoadAll(yaml);
-  } catch (const YAML::Exception& e) {
-    return Status::InvalidArgument(source + ": line " + std::to_string(e.mark.line + 1) +
-                                   ", column " + std::to_string(e.mark.column + 1) + ": " + e.msg);
-  }
-  // A trailing `---` opens an empty document: nothing more was said.
-  while (documents.size() > 1 && documents.back().IsNull()) documents.pop_back();
-  if (documents.size() > 1) {
-    const YAML::Mark second = documents[1].Mark();
-    return Status::InvalidArgument(
-        source + ": " + (second.is_null() ? "" : "line " + std::to_string(second.line + 1) + ": ") +
-        "a second YAML document; a job spec is one document (submit one file per job)");
-  }
-  if (documents.empty() || !documents[0].IsMap()) {
+  StatusOr<YAML::Node> document = LoadOneYamlDocument(yaml, source, "a job spec");
+  if (!document.ok()) return document.status();
+  if (!document->IsMap()) {
     return Status::InvalidArgument(source + ": a job spec must be a YAML mapping of fields");
   }
   v1::JobSpec spec;
-  if (Status s = SpecReader(source).Message(documents[0], "", 0, &spec); !s.ok()) return s;
+  if (Status s = SpecReader(source).Message(*document, "", 0, &spec); !s.ok()) return s;
   return spec;
 }
 

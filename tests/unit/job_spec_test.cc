@@ -223,10 +223,23 @@ TEST(ParseJobSpecYaml, AMisspeltKeyGetsTheFieldItMeant) {
 
 TEST(ParseJobSpecYaml, AJobSpecIsOneDocument) {
   EXPECT_EQ(YamlError("name: a\n---\nname: b\n"),
-            "job.yaml: line 3: a second YAML document; a job spec is one document (submit one "
-            "file per job)");
+            "job.yaml: line 3: a second YAML document; a job spec is one document");
   EXPECT_EQ(Parse("---\nname: a\n---\n").name(), "a") << "markers around one document";
   EXPECT_EQ(Parse("name: a\n...\n").name(), "a");
+}
+
+// yaml-cpp's parser stalls on a token no node begins with (a stray `,`):
+// its LoadAll then loops forever, and its Load ignores the rest of the file.
+TEST(ParseJobSpecYaml, TextNoValueBeginsWithIsAnErrorAtItsPlace) {
+  EXPECT_EQ(YamlError(","),
+            "job.yaml: line 1, column 1: unexpected \",\" where a YAML value or a new document "
+            "must begin");
+  EXPECT_EQ(YamlError("[name]\n,\n"),
+            "job.yaml: line 2, column 1: unexpected \",\" where a YAML value or a new document "
+            "must begin");
+  EXPECT_EQ(YamlError("name: a\n---\n,\n"),
+            "job.yaml: line 3, column 1: unexpected \",\" where a YAML value or a new document "
+            "must begin");
 }
 
 TEST(ParseJobSpecYaml, ControlCharactersInAStringReachTheSpecIntact) {
