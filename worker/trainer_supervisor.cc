@@ -28,6 +28,11 @@ std::string LogTail(const std::string& path, size_t max_bytes = 600) {
   in.seekg(start);
   std::string tail(static_cast<size_t>(size - start), '\0');
   in.read(tail.data(), static_cast<std::streamsize>(tail.size()));
+  // Whole lines: a cut one reads as a different message.
+  if (start > 0) {
+    const size_t line = tail.find('\n');
+    if (line != std::string::npos && line + 1 < tail.size()) tail.erase(0, line + 1);
+  }
   while (!tail.empty() && (tail.back() == '\n' || tail.back() == ' ')) tail.pop_back();
   return tail;
 }
@@ -376,7 +381,12 @@ TrainerSupervisor::RankOutcome TrainerSupervisor::Supervise(Job* job, size_t ind
 
   MutexLock lock(&mutex_);
   if (job->cancel_requested || job->fenced || job->shutting_down) return outcome;
-  if (outcome.state == v1::JOB_STATE_FAILED || !has_exit) {
+  if (has_exit && info.success) {
+    // The trainer explained the failure itself, and its log ends by saying
+    // the same: the reason says once where the log is.
+    if (outcome.state == v1::JOB_STATE_FAILED) outcome.reason += "; log " + job->log_paths[index];
+  } else {
+    // A crash: the log's last lines are the best account there is.
     const std::string tail = LogTail(job->log_paths[index]);
     if (!tail.empty()) outcome.reason += "; log " + job->log_paths[index] + " ends: " + tail;
   }

@@ -669,6 +669,11 @@ TEST_P(BadData, FailsTheJobBeforeItsFirstStepNamingTheFileAndLine) {
         << "expected \"" << Replace(expected, path) << "\" in: " << job.reason();
   }
   EXPECT_EQ(job.reason().find("hunter2"), std::string::npos) << "quotes the file: " << job.reason();
+  // The trainer's own account, once: not again from its log's last lines
+  // (the reason names the log instead).
+  const std::string first = Replace(c.expected.front(), path);
+  EXPECT_EQ(job.reason().find(first), job.reason().rfind(first)) << job.reason();
+  EXPECT_EQ(job.reason().find(" ends: "), std::string::npos) << job.reason();
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -135,6 +135,22 @@ TEST_F(TrainerSupervisorTest, ACrashFailsTheJobNamingTheRankTheWorkerAndTheExit)
   EXPECT_EQ(status.failure_class(), v1::FAILURE_CLASS_TRAINER_CRASHED) << "no exit message";
 }
 
+TEST_F(TrainerSupervisorTest, ACrashQuotesTheLastWholeLinesOfALongLog) {
+  auto supervisor = Supervisor(
+      Trainer("",
+              "i=0; while [ $i -lt 200 ]; do echo \"log line $i\" >&2; i=$((i+1)); done; exit 3"),
+      60000);
+  supervisor->Assign(OneRank("job-1"), std::chrono::milliseconds(0));
+  WaitReady();
+  const std::string reason = Terminal().reason();
+  const size_t ends = reason.find(" ends: ");
+  ASSERT_NE(ends, std::string::npos) << reason;
+  const std::string tail = reason.substr(ends + 7);
+  EXPECT_EQ(tail.rfind("log line ", 0), 0u) << "starts at a line: " << tail;
+  EXPECT_EQ(tail.substr(tail.size() - 12), "log line 199") << tail;
+  EXPECT_LE(tail.size(), 600u);
+}
+
 TEST_F(TrainerSupervisorTest, MoreThreadsThanTheSlotHasCoresFailsTheJobBeforeATrainerStarts) {
   auto supervisor = Supervisor(Trainer("", "exit 0"), 60000);
   v1::Assignment a = OneRank("job-1");
