@@ -230,6 +230,7 @@ void TrainerSupervisor::Run(std::shared_ptr<Job> job) {
     task.set_intra_op_threads(threads.intra_op);
     task.set_blas_threads(threads.blas);
     task.set_cores(threads.cores);
+    task.set_memory_bytes(device.memory_bytes());
     task.set_max_event_delay_ms(options_.max_event_delay_ms);
     task.set_attempt(a.attempt());
     task.set_lease_ms(static_cast<int32_t>(job->trainer_lease.count()));

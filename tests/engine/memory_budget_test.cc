@@ -155,6 +155,24 @@ TEST(AutoMicroBatch, FailsClearlyWhenNotEvenOneSampleFits) {
   EXPECT_NE(status.message().find("out of memory"), std::string::npos) << status.message();
 }
 
+TEST(OutOfMemory, AModelBeyondTheBudgetFailsAsOutOfMemoryForGood) {
+  TrainConfig c = WideMlp();
+  c.micro_batch = 32;
+  c.accumulation_steps = 2;
+  c.memory_limit_bytes = 1;
+  Sink sink;
+  const Status status = Train(c, &sink);
+  ASSERT_FALSE(status.ok());
+  // Not an internal LibTorch error: the out-of-memory class, with the budget
+  // and where it comes from, so that the user knows what to change.
+  EXPECT_EQ(status.code(), StatusCode::kResourceExhausted) << status.ToString();
+  EXPECT_EQ(status.fault(), Fault::kMemory) << status.ToString();
+  EXPECT_NE(status.message().find("the budget, 1 bytes, is the spec's memory_limit_bytes"),
+            std::string::npos)
+      << status.message();
+  EXPECT_TRUE(sink.steps.empty());
+}
+
 TEST(OutOfMemory, AWindowThatRunsOutIsRetriedSmallerOnTheSameTrajectory) {
   TrainConfig c = WideMlp();
   c.micro_batch = 32;

@@ -262,6 +262,36 @@ epochs: 1
   EXPECT_TRUE(c->model.batch_norm);
 }
 
+TEST(ToTrainConfig, TheMemoryBudgetIsTheSpecsOrElseTheDeviceSlots) {
+  constexpr char kSpec[] = R"(
+model: {kind: mlp, hidden: [8]}
+data: {samples: 64, features: 4, outputs: 3}
+micro_batch: 8
+accumulation_steps: 2
+optimizer: {lr: 0.1}
+epochs: 1
+)";
+  StatusOr<v1::JobSpec> spec = ParseJobSpecYaml(kSpec, "job.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  v1::TrainerTask task;
+  *task.mutable_spec() = *spec;
+  task.set_memory_bytes(3'000'000'000);
+  StatusOr<TrainConfig> c = ToTrainConfig(task);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->memory_limit_bytes, 3'000'000'000) << "the slot's, where the spec sets none";
+
+  task.mutable_spec()->set_memory_limit_bytes(1'000'000'000);
+  c = ToTrainConfig(task);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->memory_limit_bytes, 1'000'000'000) << "the spec's wins";
+
+  task.set_memory_bytes(0);
+  task.mutable_spec()->set_memory_limit_bytes(0);
+  c = ToTrainConfig(task);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->memory_limit_bytes, 0) << "neither: no budget";
+}
+
 TEST(ToTrainConfig, AnInvalidSpecIsRefusedWithItsField) {
   StatusOr<v1::JobSpec> spec = ParseJobSpecYaml(R"(
 model: {kind: mlp, hidden: [8]}

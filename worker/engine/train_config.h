@@ -141,7 +141,8 @@ struct TrainConfig {
   // memory_limit_bytes × (1 - memory_margin); accumulation follows.
   bool auto_micro_batch = false;
   int64_t global_batch = 0;
-  // The device's memory budget (0: none). On the CPU it is enforced: an
+  // The device's memory budget (0: none): the spec's memory_limit_bytes, or
+  // else the device slot's memory. On the CPU it is enforced: an
   // allocation beyond it fails as a CUDA out-of-memory does, and the window
   // is retried with half the micro-batch and twice the accumulation.
   int64_t memory_limit_bytes = 0;

@@ -550,6 +550,19 @@ Status TrainingRun::PublishOutput() {
 Status Train(const TrainConfig& config, EventSink* sink, const TrainOptions& options) {
   try {
     return TrainingRun(config, sink, options).Run();
+  } catch (const c10::OutOfMemoryError& e) {
+    // Outside a window, where no smaller micro-batch helps: the model, its
+    // optimizer state or the data set does not fit.
+    std::string budget;
+    if (config.memory_limit_bytes > 0) {
+      budget = "; the budget, " + std::to_string(config.memory_limit_bytes) +
+               " bytes, is the spec's memory_limit_bytes, or else the device slot's memory";
+    }
+    return Status::ResourceExhausted(
+               "out of memory outside a window's micro-batches (the model, its optimizer state or "
+               "the data set does not fit" +
+               budget + "): " + e.what_without_backtrace())
+        .WithFault(Fault::kMemory);
   } catch (const c10::DistError& e) {
     // A collective or the rendezvous store: a peer is gone or late.
     return Status::Unavailable(std::string("collective: ") + e.what_without_backtrace())

@@ -137,7 +137,8 @@ StatusOr<engine::TrainConfig> ToTrainConfig(const v1::TrainerTask& task) {
   c.nominal_batch = spec.nominal_batch();
   c.auto_micro_batch = spec.auto_micro_batch();
   c.global_batch = batch->global_batch();
-  c.memory_limit_bytes = spec.memory_limit_bytes();
+  c.memory_limit_bytes =
+      spec.memory_limit_bytes() > 0 ? spec.memory_limit_bytes() : task.memory_bytes();
   c.partial_window = ScheduleOf(spec, *batch).policy;
   c.lr_schedule.warmup_steps = spec.lr_schedule().warmup_steps();
   c.lr_schedule.min_lr_ratio = spec.lr_schedule().min_lr_ratio();
