@@ -1,7 +1,6 @@
 #include "worker/device_inventory.h"
 
 #include <spdlog/spdlog.h>
-#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -9,6 +8,8 @@
 #include <memory>
 #include <sstream>
 #include <thread>
+
+#include "worker/cgroup_memory.h"
 
 namespace accumulus::worker {
 namespace {
@@ -23,11 +24,6 @@ std::string CpuModel() {
     }
   }
   return "cpu";
-}
-
-int64_t PhysicalMemoryBytes() {
-  return static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) *
-         static_cast<int64_t>(sysconf(_SC_PAGESIZE));
 }
 
 // Runs `accumulus-trainer --probe-devices`, which prints one line per CUDA
@@ -79,8 +75,8 @@ StatusOr<std::vector<v1::Device>> DiscoverDevices(const InventoryOptions& option
                                    " cores of this machine (ranks would oversubscribe them)");
   }
   const std::string model = CpuModel();
-  const int64_t memory = static_cast<int64_t>(static_cast<double>(PhysicalMemoryBytes()) *
-                                              options.cpu_memory_fraction);
+  const int64_t memory =
+      static_cast<int64_t>(static_cast<double>(UsableMemoryBytes()) * options.cpu_memory_fraction);
   for (int i = 0; i < slots; ++i) {
     v1::Device d;
     d.set_kind(v1::DEVICE_KIND_CPU);

@@ -1,0 +1,76 @@
+// The memory limit of a worker's container, from cgroup files laid out in a
+// temporary directory as the kernel lays them out: v2's unified tree, v1's
+// memory controller (with the container's own cgroup at the mount's root, as
+// without a cgroup namespace), and no limit at all.
+#include "worker/cgroup_memory.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "tests/support/temp_dir.h"
+
+namespace accumulus::worker {
+namespace {
+
+class CgroupMemoryTest : public ::testing::Test {
+ protected:
+  void Write(const std::string& relative, const std::string& text) {
+    const std::filesystem::path path = temp_.path() + "/" + relative;
+    std::filesystem::create_directories(path.parent_path());
+    std::ofstream(path) << text << "\n";
+  }
+  int64_t Limit(const std::string& self_cgroup) {
+    return CgroupMemoryLimitBytes(self_cgroup, temp_.path());
+  }
+
+  testing::TempDir temp_;
+};
+
+TEST_F(CgroupMemoryTest, VersionTwoTakesTheTightestOfTheCgroupAndItsAncestors) {
+  Write("kubepods.slice/memory.max", "8589934592");
+  Write("kubepods.slice/pod1/memory.max", "max");
+  Write("kubepods.slice/pod1/worker/memory.max", "17179869184");
+  EXPECT_EQ(Limit("0::/kubepods.slice/pod1/worker\n"), 8589934592);
+  EXPECT_EQ(Limit("0::/kubepods.slice\n"), 8589934592);
+}
+
+TEST_F(CgroupMemoryTest, VersionTwoWithoutALimitHasNone) {
+  Write("user.slice/memory.max", "max");
+  EXPECT_EQ(Limit("0::/user.slice\n"), 0);
+  EXPECT_EQ(Limit("0::/\n"), 0) << "the root has no memory.max";
+}
+
+TEST_F(CgroupMemoryTest, VersionOneReadsTheMemoryControllersLimit) {
+  // A container without a cgroup namespace: /proc/self/cgroup names the
+  // host's path, while the mount shows the container's cgroup at its root.
+  Write("memory/memory.limit_in_bytes", "2147483648");
+  EXPECT_EQ(Limit("12:pids:/docker/abc\n4:cpu,memory:/docker/abc\n1:name=systemd:/\n"), 2147483648);
+}
+
+TEST_F(CgroupMemoryTest, VersionOnesUnlimitedValueIsNoLimit) {
+  Write("memory/memory.limit_in_bytes", "9223372036854771712");
+  EXPECT_EQ(Limit("4:memory:/\n0::/\n"), 0);
+}
+
+TEST_F(CgroupMemoryTest, GarbageAndMissingFilesAreNoLimit) {
+  Write("a/memory.max", "lots");
+  Write("b/memory.max", "-5");
+  EXPECT_EQ(Limit("0::/a\n"), 0);
+  EXPECT_EQ(Limit("0::/b\n"), 0);
+  EXPECT_EQ(Limit("0::/nowhere\n"), 0);
+  EXPECT_EQ(Limit("not a cgroup line\n\n"), 0);
+}
+
+TEST(UsableMemory, IsPositiveAndAtMostTheMachines) {
+  const int64_t usable = UsableMemoryBytes();
+  EXPECT_GT(usable, 0);
+  EXPECT_LE(usable, static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) *
+                        static_cast<int64_t>(sysconf(_SC_PAGESIZE)));
+}
+
+}  // namespace
+}  // namespace accumulus::worker
