@@ -9,7 +9,7 @@
 #include <sstream>
 #include <thread>
 
-#include "worker/cgroup_memory.h"
+#include "worker/cgroup_limits.h"
 
 namespace accumulus::worker {
 namespace {
@@ -67,12 +67,12 @@ StatusOr<std::vector<v1::Device>> DiscoverDevices(const InventoryOptions& option
                                    " must be in (0, 1]");
   }
   std::vector<v1::Device> devices = ProbeCuda(options.trainer_binary);
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int cores = UsableCores();
   const int slots = options.cpu_slots > 0 ? options.cpu_slots : (devices.empty() ? 1 : 0);
   if (slots > cores) {
     return Status::InvalidArgument("--cpu-slots " + std::to_string(slots) + " exceeds the " +
                                    std::to_string(cores) +
-                                   " cores of this machine (ranks would oversubscribe them)");
+                                   " cores this worker may use (ranks would oversubscribe them)");
   }
   const std::string model = CpuModel();
   const int64_t memory =

@@ -1,8 +1,8 @@
-// The memory limit of a worker's container, from cgroup files laid out in a
-// temporary directory as the kernel lays them out: v2's unified tree, v1's
-// memory controller (with the container's own cgroup at the mount's root, as
-// without a cgroup namespace), and no limit at all.
-#include "worker/cgroup_memory.h"
+// The memory limit and CPU quota of a worker's container, from cgroup files
+// laid out in a temporary directory as the kernel lays them out: v2's
+// unified tree, v1's controllers (with the container's own cgroup at the
+// mount's root, as without a cgroup namespace), and no limit at all.
+#include "worker/cgroup_limits.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -16,7 +16,7 @@
 namespace accumulus::worker {
 namespace {
 
-class CgroupMemoryTest : public ::testing::Test {
+class CgroupLimitsTest : public ::testing::Test {
  protected:
   void Write(const std::string& relative, const std::string& text) {
     const std::filesystem::path path = temp_.path() + "/" + relative;
@@ -26,11 +26,14 @@ class CgroupMemoryTest : public ::testing::Test {
   int64_t Limit(const std::string& self_cgroup) {
     return CgroupMemoryLimitBytes(self_cgroup, temp_.path());
   }
+  double Cores(const std::string& self_cgroup) {
+    return CgroupCpuLimitCores(self_cgroup, temp_.path());
+  }
 
   testing::TempDir temp_;
 };
 
-TEST_F(CgroupMemoryTest, VersionTwoTakesTheTightestOfTheCgroupAndItsAncestors) {
+TEST_F(CgroupLimitsTest, VersionTwoTakesTheTightestOfTheCgroupAndItsAncestors) {
   Write("kubepods.slice/memory.max", "8589934592");
   Write("kubepods.slice/pod1/memory.max", "max");
   Write("kubepods.slice/pod1/worker/memory.max", "17179869184");
@@ -38,31 +41,53 @@ TEST_F(CgroupMemoryTest, VersionTwoTakesTheTightestOfTheCgroupAndItsAncestors) {
   EXPECT_EQ(Limit("0::/kubepods.slice\n"), 8589934592);
 }
 
-TEST_F(CgroupMemoryTest, VersionTwoWithoutALimitHasNone) {
+TEST_F(CgroupLimitsTest, VersionTwoWithoutALimitHasNone) {
   Write("user.slice/memory.max", "max");
   EXPECT_EQ(Limit("0::/user.slice\n"), 0);
   EXPECT_EQ(Limit("0::/\n"), 0) << "the root has no memory.max";
 }
 
-TEST_F(CgroupMemoryTest, VersionOneReadsTheMemoryControllersLimit) {
+TEST_F(CgroupLimitsTest, VersionOneReadsTheMemoryControllersLimit) {
   // A container without a cgroup namespace: /proc/self/cgroup names the
   // host's path, while the mount shows the container's cgroup at its root.
   Write("memory/memory.limit_in_bytes", "2147483648");
   EXPECT_EQ(Limit("12:pids:/docker/abc\n4:cpu,memory:/docker/abc\n1:name=systemd:/\n"), 2147483648);
 }
 
-TEST_F(CgroupMemoryTest, VersionOnesUnlimitedValueIsNoLimit) {
+TEST_F(CgroupLimitsTest, VersionOnesUnlimitedValueIsNoLimit) {
   Write("memory/memory.limit_in_bytes", "9223372036854771712");
   EXPECT_EQ(Limit("4:memory:/\n0::/\n"), 0);
 }
 
-TEST_F(CgroupMemoryTest, GarbageAndMissingFilesAreNoLimit) {
+TEST_F(CgroupLimitsTest, GarbageAndMissingFilesAreNoLimit) {
   Write("a/memory.max", "lots");
   Write("b/memory.max", "-5");
   EXPECT_EQ(Limit("0::/a\n"), 0);
   EXPECT_EQ(Limit("0::/b\n"), 0);
   EXPECT_EQ(Limit("0::/nowhere\n"), 0);
   EXPECT_EQ(Limit("not a cgroup line\n\n"), 0);
+}
+
+TEST_F(CgroupLimitsTest, VersionTwoCpuQuotaIsQuotaOverPeriodTightestUpTheTree) {
+  Write("kubepods.slice/cpu.max", "max 100000");
+  Write("kubepods.slice/pod1/cpu.max", "250000 100000");
+  Write("kubepods.slice/pod1/worker/cpu.max", "400000 100000");
+  EXPECT_DOUBLE_EQ(Cores("0::/kubepods.slice/pod1/worker\n"), 2.5);
+  EXPECT_DOUBLE_EQ(Cores("0::/kubepods.slice\n"), 0) << "max: no quota";
+}
+
+TEST_F(CgroupLimitsTest, VersionOneCpuQuotaIsCfsQuotaOverPeriod) {
+  Write("cpu/cpu.cfs_quota_us", "200000");
+  Write("cpu/cpu.cfs_period_us", "100000");
+  EXPECT_DOUBLE_EQ(Cores("3:cpu,cpuacct:/docker/abc\n"), 2);
+  Write("cpu/cpu.cfs_quota_us", "-1");
+  EXPECT_DOUBLE_EQ(Cores("3:cpu,cpuacct:/docker/abc\n"), 0) << "-1: no quota";
+}
+
+TEST(UsableCores, IsPositiveAndAtMostTheMachines) {
+  const int cores = UsableCores();
+  EXPECT_GE(cores, 1);
+  EXPECT_LE(cores, static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)));
 }
 
 TEST(UsableMemory, IsPositiveAndAtMostTheMachines) {
