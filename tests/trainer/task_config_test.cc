@@ -244,15 +244,18 @@ TEST(ToTrainConfig, TheRowsCoverEveryValueOfTheProto) {
   }
 }
 
-TEST(ToTrainConfig, AnUnsetClosedSetTakesTheDocumentedDefault) {
-  const StatusOr<TrainConfig> c = ConfigOf(R"(
+// A small valid spec that leaves every closed set unset.
+constexpr char kSmallSpec[] = R"(
 model: {kind: mlp, hidden: [8]}
 data: {samples: 64, features: 4, outputs: 3}
 micro_batch: 8
 accumulation_steps: 2
 optimizer: {lr: 0.1}
 epochs: 1
-)");
+)";
+
+TEST(ToTrainConfig, AnUnsetClosedSetTakesTheDocumentedDefault) {
+  const StatusOr<TrainConfig> c = ConfigOf(kSmallSpec);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->model.loss, LossChoice::kByTask);
   EXPECT_EQ(c->data.kind, DataKind::kSynthetic);
@@ -263,15 +266,7 @@ epochs: 1
 }
 
 TEST(ToTrainConfig, TheMemoryBudgetIsTheSpecsOrElseTheDeviceSlots) {
-  constexpr char kSpec[] = R"(
-model: {kind: mlp, hidden: [8]}
-data: {samples: 64, features: 4, outputs: 3}
-micro_batch: 8
-accumulation_steps: 2
-optimizer: {lr: 0.1}
-epochs: 1
-)";
-  StatusOr<v1::JobSpec> spec = ParseJobSpecYaml(kSpec, "job.yaml");
+  StatusOr<v1::JobSpec> spec = ParseJobSpecYaml(kSmallSpec, "job.yaml");
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
   v1::TrainerTask task;
   *task.mutable_spec() = *spec;
@@ -293,15 +288,7 @@ epochs: 1
 }
 
 TEST(ToTrainConfig, AnInvalidSpecIsRefusedWithItsField) {
-  StatusOr<v1::JobSpec> spec = ParseJobSpecYaml(R"(
-model: {kind: mlp, hidden: [8]}
-data: {samples: 64, features: 4, outputs: 3}
-micro_batch: 8
-accumulation_steps: 2
-optimizer: {lr: 0.1}
-epochs: 1
-)",
-                                                "job.yaml");
+  StatusOr<v1::JobSpec> spec = ParseJobSpecYaml(kSmallSpec, "job.yaml");
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
   // A number no name of the enum has, as a client on a newer .proto sends.
   spec->mutable_optimizer()->set_kind(static_cast<v1::OptimizerKind>(42));
