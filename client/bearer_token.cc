@@ -7,8 +7,9 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
+#include <utility>
+
+#include "common/small_file.h"
 
 namespace accumulus::client {
 namespace {
@@ -60,12 +61,13 @@ Status WriteTokenFile(const std::string& path, const std::string& token) {
   return WriteFile(path, token + "\n", O_TRUNC, "token file");
 }
 
+// One token of some dozens of bytes; a kilobyte is some other file.
+constexpr size_t kMaxTokenFileBytes = 1024;
+
 StatusOr<std::string> ReadTokenFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Status::NotFound("token file " + path + ": " + std::strerror(errno));
-  std::ostringstream content;
-  content << in.rdbuf();
-  std::string text = content.str();
+  StatusOr<std::string> content = ReadSmallFile(path, kMaxTokenFileBytes, "token file " + path);
+  if (!content.ok()) return content.status();
+  std::string text = std::move(*content);
   size_t begin = 0, end = text.size();
   while (begin < end && IsSpace(text[begin])) ++begin;
   while (end > begin && IsSpace(text[end - 1])) --end;

@@ -4,11 +4,10 @@
 #include <openssl/rand.h>
 
 #include <array>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <set>
 #include <sstream>
+
+#include "common/small_file.h"
 
 namespace accumulus {
 namespace {
@@ -95,11 +94,13 @@ std::string TokenFileLine(const TokenEntry& entry) {
   return entry.name + " " + std::string(RoleName(entry.role)) + " " + entry.hash + "\n";
 }
 
+// A line per token, ~100 bytes: a million tokens fit.
+constexpr size_t kMaxTokensFileBytes = size_t{128} << 20;
+
 StatusOr<std::vector<TokenEntry>> ReadTokenFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) {
-    return Status::NotFound("tokens file " + path + ": " + std::strerror(errno));
-  }
+  StatusOr<std::string> text = ReadSmallFile(path, kMaxTokensFileBytes, "tokens file " + path);
+  if (!text.ok()) return text.status();
+  std::istringstream in(*text);
   std::vector<TokenEntry> entries;
   std::set<std::string> hashes;
   std::string line;

@@ -10,14 +10,13 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <optional>
-#include <sstream>
 #include <vector>
 
 #include "common/enum_names.h"
+#include "common/small_file.h"
 #include "common/user_text.h"
 #include "common/yaml_document.h"
 
@@ -491,8 +490,16 @@ class SpecReader {
 }  // namespace
 
 StatusOr<v1::JobSpec> ParseJobSpecYaml(const std::string& yaml, const std::string& source) {
+  if (const size_t nul = yaml.find('\0'); nul != std::string::npos) {
+    return Status::InvalidArgument(source + ": byte " + std::to_string(nul + 1) +
+                                   " is a NUL; a job spec is YAML text, not a binary file");
+  }
   StatusOr<YAML::Node> document = LoadOneYamlDocument(yaml, source, "a job spec");
   if (!document.ok()) return document.status();
+  if (document->IsNull()) {
+    return Status::InvalidArgument(source +
+                                   ": holds no fields; a job spec is a YAML mapping of fields");
+  }
   if (!document->IsMap()) {
     return Status::InvalidArgument(source + ": a job spec must be a YAML mapping of fields");
   }
@@ -501,12 +508,13 @@ StatusOr<v1::JobSpec> ParseJobSpecYaml(const std::string& yaml, const std::strin
   return spec;
 }
 
+// A spec is a few hundred bytes; a megabyte is some other file.
+constexpr size_t kMaxSpecFileBytes = size_t{1} << 20;
+
 StatusOr<v1::JobSpec> LoadJobSpecFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Status::NotFound("cannot read job spec " + path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return ParseJobSpecYaml(text.str(), path);
+  StatusOr<std::string> text = ReadSmallFile(path, kMaxSpecFileBytes, path);
+  if (!text.ok()) return text.status();
+  return ParseJobSpecYaml(*text, path);
 }
 
 }  // namespace accumulus

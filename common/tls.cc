@@ -2,23 +2,25 @@
 
 #include <grpc/grpc_security_constants.h>
 
-#include <fstream>
-#include <sstream>
+#include <utility>
 #include <vector>
+
+#include "common/small_file.h"
 
 namespace accumulus {
 namespace {
+
+// A certificate chain or key is kilobytes; a megabyte is some other file.
+constexpr size_t kMaxPemBytes = size_t{1} << 20;
 
 // The PEM file a flag names: readable, and with a PEM block of `kind`
 // ("CERTIFICATE", "PRIVATE KEY": any "-----BEGIN ... PRIVATE KEY-----").
 StatusOr<std::string> ReadPem(const std::string& flag, const std::string& path,
                               const std::string& kind) {
   if (path.empty()) return Status::InvalidArgument(flag + " is required (a PEM file)");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::InvalidArgument(flag + " " + path + ": cannot be read");
-  std::ostringstream text;
-  text << in.rdbuf();
-  std::string pem = text.str();
+  StatusOr<std::string> text = ReadSmallFile(path, kMaxPemBytes, flag + " " + path);
+  if (!text.ok()) return Status::InvalidArgument(text.status().message());
+  std::string pem = std::move(*text);
   const size_t begin = pem.find("-----BEGIN ");
   const size_t end = begin == std::string::npos ? begin : pem.find("-----", begin + 11);
   if (begin == std::string::npos || end == std::string::npos ||

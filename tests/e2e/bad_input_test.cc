@@ -316,12 +316,32 @@ TEST_P(BadSpec, IsRefusedNamingTheFieldAndTheStoreIsUnchanged) {
 INSTANTIATE_TEST_SUITE_P(Table, BadSpec, ::testing::ValuesIn(SpecCases()),
                          [](const auto& info) { return std::string(info.param.name); });
 
-TEST_F(BadInput, AMissingSpecFileIsNamed) {
-  const CliResult result = cluster_->Cli({"submit", cluster_->dir() + "/no-such.yaml"});
+TEST_F(BadInput, ASpecPathThatIsNoSpecFileIsNamedWithWhatItIs) {
+  const std::vector<std::string> before = Listed();
+  const std::string missing = cluster_->dir() + "/no-such.yaml";
+  CliResult result = cluster_->Cli({"submit", missing});
   EXPECT_EQ(result.exit_code, 2);
-  EXPECT_NE(result.stderr_text.find("cannot read job spec " + cluster_->dir() + "/no-such.yaml"),
-            std::string::npos)
-      << result.stderr_text;
+  EXPECT_EQ(result.stderr_text,
+            "error: " + missing + ": cannot be read (No such file or directory)\n");
+
+  // std::ifstream opens a directory and reads it as empty.
+  result = cluster_->Cli({"submit", cluster_->dir()});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_EQ(result.stderr_text, "error: " + cluster_->dir() + ": is a directory, not a file\n");
+
+  const std::string empty = cluster_->WriteSpec("empty.yaml", "");
+  result = cluster_->Cli({"submit", empty});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_EQ(result.stderr_text,
+            "error: " + empty + ": holds no fields; a job spec is a YAML mapping of fields\n");
+
+  const std::string binary = cluster_->WriteSpec("model.pt", std::string("PK\x03\x04\0\0", 6));
+  result = cluster_->Cli({"submit", binary});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_EQ(result.stderr_text, "error: " + binary +
+                                    ": byte 5 is a NUL; a job spec is YAML text, not a binary "
+                                    "file\n");
+  EXPECT_EQ(Listed(), before) << "nothing reached the controller";
 }
 
 // ---------------------------------------------------------------------------

@@ -25,7 +25,7 @@ TEST(Tls, EachMissingOrWrongFileIsNamedByItsFlagAndPathWithoutItsContent) {
             "--tls-cert is required (a PEM file)");
   server.cert = temp.path() + "/absent.pem";
   EXPECT_EQ(MakeServerCredentials(server).status().message(),
-            "--tls-cert " + server.cert + ": cannot be read");
+            "--tls-cert " + server.cert + ": cannot be read (No such file or directory)");
   server.cert = secret;
   const std::string not_pem = MakeServerCredentials(server).status().message();
   EXPECT_NE(not_pem.find("--tls-cert " + secret + ": no PEM \"CERTIFICATE\" block"),
