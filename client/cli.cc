@@ -209,7 +209,7 @@ int Plan(const std::string& path, bool sweep) {
   }
   std::cout << "global batch " << BatchSplit(*batch);
   const int64_t steps = TotalSteps(*spec, *batch);
-  if (steps > 0) std::cout << ", " << steps << " optimizer steps";
+  if (steps > 0) std::cout << ", " << steps << " optimizer step" << (steps == 1 ? "" : "s");
   std::cout << "\n";
   if (!sweep) return 0;
   std::cout << "measuring 2 windows per split on this machine...\n" << std::flush;

@@ -1,5 +1,6 @@
-// `accumulus plan JOB.yaml --sweep`: the table users read before choosing a
-// split, measured by a real trainer process.
+// `accumulus plan JOB.yaml`: the batch plan and the steps it makes; with
+// --sweep the table users read before choosing a split, measured by a real
+// trainer process.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -10,6 +11,33 @@
 
 namespace accumulus::testing {
 namespace {
+
+// The first line `accumulus plan` prints for a spec of an mlp on `samples`
+// samples, global batch 8 in micro-batches of 4, one epoch.
+std::string PlanLine(const TempDir& temp, int samples) {
+  const std::string spec = temp.path() + "/mlp-" + std::to_string(samples) + ".yaml";
+  std::ofstream(spec) << "model: {kind: mlp, hidden: [8]}\n"
+                      << "data: {samples: " << samples << ", features: 4, outputs: 2}\n"
+                      << "global_batch: 8\nmicro_batch: 4\nepochs: 1\n"
+                      << "optimizer: {kind: sgd, lr: 0.1}\n";
+  SpawnOptions options;
+  options.argv = {BinaryDir() + "/accumulus", "plan", spec};
+  options.capture_stdout = true;
+  options.log_path = spec + ".stderr";
+  auto plan = Subprocess::Spawn(options);
+  std::string line;
+  if (!plan.ok() || !(*plan)->ReadLine(&line)) return "";
+  EXPECT_EQ((*plan)->Wait().exit_code, 0);
+  return line;
+}
+
+TEST(Plan, CountsTheStepsOfTheEpochsShortLastWindowIncluded) {
+  const TempDir temp;
+  EXPECT_EQ(PlanLine(temp, 100),
+            "global batch 8 = micro 4 × accumulation 2 × devices 1, 13 optimizer steps");
+  EXPECT_EQ(PlanLine(temp, 3),
+            "global batch 8 = micro 4 × accumulation 2 × devices 1, 1 optimizer step");
+}
 
 TEST(PlanSweep, MeasuresEveryUsualSplitOfTheGlobalBatch) {
   const TempDir temp;
