@@ -36,6 +36,11 @@ std::pair<std::string, std::string> ReadWords(const std::string& path) {
   return words;
 }
 
+// Folds `limit` (0: none) into `tightest` (0: none yet).
+void KeepTightest(double limit, double* tightest) {
+  if (limit > 0 && (*tightest == 0 || limit < *tightest)) *tightest = limit;
+}
+
 // A limit read from the cgroup directory `dir` (> 0), or 0 for none.
 using LimitIn = std::function<double(const std::string& dir)>;
 
@@ -44,8 +49,7 @@ using LimitIn = std::function<double(const std::string& dir)>;
 double TightestUpwards(const std::string& base, std::string path, const LimitIn& limit_in) {
   double tightest = 0;
   while (true) {
-    const double limit = limit_in(base + path);
-    if (limit > 0 && (tightest == 0 || limit < tightest)) tightest = limit;
+    KeepTightest(limit_in(base + path), &tightest);
     if (path.empty() || path == "/") return tightest;
     const size_t slash = path.find_last_of('/');
     path.erase(slash == std::string::npos ? 0 : slash);
@@ -57,9 +61,6 @@ double TightestUpwards(const std::string& base, std::string path, const LimitIn&
 double TightestOf(std::string_view self_cgroup, const std::string& cgroup_root,
                   const std::string& v1_controller, const LimitIn& v2, const LimitIn& v1) {
   double tightest = 0;
-  auto take = [&tightest](double limit) {
-    if (limit > 0 && (tightest == 0 || limit < tightest)) tightest = limit;
-  };
   std::istringstream lines{std::string(self_cgroup)};
   for (std::string line; std::getline(lines, line);) {
     // "hierarchy-id:controllers:path"; the path may itself hold ':'.
@@ -70,14 +71,16 @@ double TightestOf(std::string_view self_cgroup, const std::string& cgroup_root,
     const std::string controllers = line.substr(first + 1, second - first - 1);
     const std::string path = line.substr(second + 1);
     if (id == "0" && controllers.empty()) {
-      take(TightestUpwards(cgroup_root, path, v2));
+      KeepTightest(TightestUpwards(cgroup_root, path, v2), &tightest);
       continue;
     }
     std::istringstream names(controllers);
     for (std::string name; std::getline(names, name, ',');) {
       // v1 mounts a co-mounted hierarchy under each of its names' join
       // ("cpu,cpuacct"), with links by single name; the single name is enough.
-      if (name == v1_controller) take(TightestUpwards(cgroup_root + "/" + name, path, v1));
+      if (name == v1_controller) {
+        KeepTightest(TightestUpwards(cgroup_root + "/" + name, path, v1), &tightest);
+      }
     }
   }
   return tightest;
