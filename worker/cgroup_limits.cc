@@ -10,6 +10,8 @@
 #include <sstream>
 #include <thread>
 
+#include "common/small_file.h"
+
 namespace accumulus::worker {
 namespace {
 
@@ -86,11 +88,16 @@ double TightestOf(std::string_view self_cgroup, const std::string& cgroup_root,
   return tightest;
 }
 
+// The text of /proc/self/cgroup ("" where there is none: no limits known).
 std::string SelfCgroup() {
-  std::ifstream in("/proc/self/cgroup");
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+  StatusOr<std::string> text = ReadSmallFile("/proc/self/cgroup", 1 << 16, "/proc/self/cgroup");
+  return text.ok() ? *text : "";
+}
+
+// A CPU quota over its period, in cores (0: no quota, or not numbers).
+double QuotaCores(const std::string& quota, const std::string& period) {
+  const int64_t q = ParseCount(quota), p = ParseCount(period);
+  return q > 0 && p > 0 ? static_cast<double>(q) / static_cast<double>(p) : 0.0;
 }
 
 }  // namespace
@@ -109,13 +116,11 @@ int64_t CgroupMemoryLimitBytes(std::string_view self_cgroup, const std::string& 
 double CgroupCpuLimitCores(std::string_view self_cgroup, const std::string& cgroup_root) {
   auto v2 = [](const std::string& dir) {
     const auto [quota, period] = ReadWords(dir + "/cpu.max");
-    const int64_t q = ParseCount(quota), p = ParseCount(period);
-    return q > 0 && p > 0 ? static_cast<double>(q) / static_cast<double>(p) : 0.0;
+    return QuotaCores(quota, period);
   };
   auto v1 = [](const std::string& dir) {
-    const int64_t q = ParseCount(ReadWords(dir + "/cpu.cfs_quota_us").first);
-    const int64_t p = ParseCount(ReadWords(dir + "/cpu.cfs_period_us").first);
-    return q > 0 && p > 0 ? static_cast<double>(q) / static_cast<double>(p) : 0.0;
+    return QuotaCores(ReadWords(dir + "/cpu.cfs_quota_us").first,
+                      ReadWords(dir + "/cpu.cfs_period_us").first);
   };
   return TightestOf(self_cgroup, cgroup_root, "cpu", v2, v1);
 }

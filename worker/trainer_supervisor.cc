@@ -380,16 +380,20 @@ TrainerSupervisor::RankOutcome TrainerSupervisor::Supervise(Job* job, size_t ind
   }
   if (outcome.state == v1::JOB_STATE_SUCCEEDED) return outcome;
 
+  // A crash: the log's last lines are the best account there is (read
+  // before the lock: file I/O never runs under it). A trainer that explained
+  // the failure itself ends its log saying the same: the reason says once
+  // where the log is.
+  const bool crashed = !(has_exit && info.success);
+  const std::string& log = job->log_paths[index];
+  const std::string tail = crashed ? LogTail(log) : "";
+
   MutexLock lock(&mutex_);
   if (job->cancel_requested || job->fenced || job->shutting_down) return outcome;
-  if (has_exit && info.success) {
-    // The trainer explained the failure itself, and its log ends by saying
-    // the same: the reason says once where the log is.
-    if (outcome.state == v1::JOB_STATE_FAILED) outcome.reason += "; log " + job->log_paths[index];
-  } else {
-    // A crash: the log's last lines are the best account there is.
-    const std::string tail = LogTail(job->log_paths[index]);
-    if (!tail.empty()) outcome.reason += "; log " + job->log_paths[index] + " ends: " + tail;
+  if (!tail.empty()) {
+    outcome.reason += "; log " + log + " ends: " + tail;
+  } else if (!crashed && outcome.state == v1::JOB_STATE_FAILED) {
+    outcome.reason += "; log " + log;
   }
   if (job->first_failure.empty()) {
     job->first_failure =
