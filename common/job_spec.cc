@@ -190,6 +190,11 @@ std::string BelowMinimum(const NumericLimit& l) {
   return (l.min_open ? "must be more than " : "must be at least ") + Bound(l, l.min);
 }
 
+// `where` narrows when the field is required (" for synthetic data").
+std::string RequiredPositive(const std::string& field, const std::string& where = "") {
+  return field + " is required" + where + ": a positive number (got 0, or none)";
+}
+
 void CheckLimit(Violations* bad, const LimitedField& f, const v1::JobSpec& spec) {
   const NumericLimit& l = f.limit;
   const double value = f.integer ? static_cast<double>(f.integer(spec)) : f.real(spec);
@@ -199,6 +204,10 @@ void CheckLimit(Violations* bad, const LimitedField& f, const v1::JobSpec& spec)
     bad->Add(field, field + " " + text + " is not a number; it must be in " + RangeText(l));
   } else if (l.max_open && (value < l.min || value >= l.max)) {
     bad->Add(field, field + " " + text + " must be in " + RangeText(l));
+  } else if (l.min_open && l.min == 0 && value == 0) {
+    // Zero is how a spec says nothing: the one value the field cannot take
+    // is also what a forgotten field reads as.
+    bad->Add(field, RequiredPositive(field));
   } else if (value < l.min || (l.min_open && value == l.min)) {
     bad->Add(field, field + " " + text + " " + BelowMinimum(l));
   } else if (value > l.max) {
@@ -296,7 +305,7 @@ void CheckData(Violations* bad, const v1::DataSpec& data, const v1::ModelSpec& m
   CheckNamed(bad, "data.token_dtype", data.token_dtype());
   CheckNamed(bad, "data.token_layout", data.token_layout());
   if (synthetic && !bad->Any("data.samples") && data.samples() == 0) {
-    bad->Add("data.samples", "data.samples 0 must be a positive number for synthetic data");
+    bad->Add("data.samples", RequiredPositive("data.samples", " for synthetic data"));
   }
   const v1::DataTask model_task = TaskOf(model.kind());
   const bool mlp_task = task == v1::DATA_TASK_CLASSIFICATION || task == v1::DATA_TASK_REGRESSION;
@@ -317,7 +326,7 @@ void CheckData(Violations* bad, const v1::DataSpec& data, const v1::ModelSpec& m
     bad->Add("data.labels_path", "data.labels_path is required for data.kind \"idx\"");
   }
   if (synthetic && mlp_task && !bad->Any("data.features") && data.features() == 0) {
-    bad->Add("data.features", "data.features 0 must be a positive number");
+    bad->Add("data.features", RequiredPositive("data.features", " for synthetic data"));
   }
   if (!bad->AnyOf("data.sequence_length", "data.min_sequence_length") &&
       data.min_sequence_length() > data.sequence_length()) {

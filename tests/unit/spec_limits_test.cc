@@ -71,7 +71,8 @@ std::string RangeViolation(const std::vector<FieldViolation>& violations,
                            const std::string& field) {
   for (const FieldViolation& v : violations) {
     if (v.field != field) continue;
-    for (const char* words : {"exceeds the limit", "must be", "must not be", "is not a number"}) {
+    for (const char* words :
+         {"exceeds the limit", "must be", "must not be", "is not a number", "is required"}) {
       if (v.description.find(words) != std::string::npos) return v.description;
     }
   }
