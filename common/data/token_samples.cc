@@ -42,8 +42,8 @@ StatusOr<TokenSamples> TokenSamples::Index(std::string_view bytes, const TokenCo
     out.documents_.shrink_to_fit();
   }
   if (out.size() == 0) {
-    return Status::InvalidArgument("data.path " + config.path + ": " +
-                                   std::to_string(tokens) + " tokens hold no " +
+    return Status::InvalidArgument("data.path " + config.path + ": " + std::to_string(tokens) +
+                                   (tokens == 1 ? " token holds no " : " tokens hold no ") +
                                    (config.blocks ? "block" : "document") +
                                    " of at least 2 tokens");
   }

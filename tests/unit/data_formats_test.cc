@@ -152,6 +152,18 @@ std::vector<std::vector<int64_t>> CopiedSamples(const std::string& bytes,
   return samples;
 }
 
+TEST(DataFormats, ATokenFileTooShortForOneSampleSaysHowManyTokensItHolds) {
+  TokenConfig config;
+  config.path = "t.bin";
+  config.blocks = true;
+  config.sequence_length = 8;
+  EXPECT_EQ(TokenSamples::Index(std::string(1, '\1'), config).status().message(),
+            "data.path t.bin: 1 token holds no block of at least 2 tokens");
+  config.blocks = false;
+  EXPECT_EQ(TokenSamples::Index("", config).status().message(),
+            "data.path t.bin: 0 tokens hold no document of at least 2 tokens");
+}
+
 TEST(DataFormats, TokenSpansHoldWhatTheCopiedSamplesHeld) {
   std::mt19937 random(7);
   for (int trial = 0; trial < 300; ++trial) {
