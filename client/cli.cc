@@ -409,9 +409,14 @@ int RunCli(int argc, char** argv) {
   if (*resume) {
     StatusOr<v1::Job> job = client.Resume(job_id);
     if (!job.ok()) return Fail(job.status());
-    std::cout << (Json(flags) ? ToJsonLine(*job) + "\n"
-                              : job->id() + " " + StateName(job->state()) + ": " +
-                                    TerminalSafe(job->reason()) + "\n");
+    // The job may already be placed when the answer comes: its state is
+    // then "starting", with no reason to show.
+    std::cout << (Json(flags)
+                      ? ToJsonLine(*job) + "\n"
+                      : job->id() + " " + StateName(job->state()) + " (attempt " +
+                            std::to_string(job->attempt()) + ")" +
+                            (job->reason().empty() ? "" : ": " + TerminalSafe(job->reason())) +
+                            "\n");
     return watch ? Watch(client, flags, job_id, every) : 0;
   }
   if (*workers) {

@@ -370,6 +370,12 @@ TEST_F(RestartTest, ACancelledJobResumesWhereItStopped) {
 
   CliResult r = cluster_.Cli({"resume", id});
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  // Queued with the controller's reason, or already starting without one.
+  ASSERT_EQ(r.lines.size(), 1u);
+  EXPECT_TRUE(std::regex_match(
+      r.lines[0], std::regex(id + " (queued \\(attempt 2\\): resumed by request: attempt 2 resumes "
+                                  "from its newest checkpoint|starting \\(attempt 2\\))")))
+      << r.lines[0];
   const Watched after = Watch(id, [](const Watched&) {});
   const v1::Job job = Get(id);
   ASSERT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.reason();
