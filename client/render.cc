@@ -200,7 +200,8 @@ std::string JobDetails(const v1::Job& j) {
   }
   if (j.has_runtime()) out << "threads:      " << ThreadsText(j.runtime()) << "\n";
   if (j.attempt() > 1 || j.spec().max_restarts() > 0) {
-    out << "attempt:      " << j.attempt() << " of at most " << MaxAttempts(j) << "\n";
+    out << "attempt:      " << j.attempt() << " (restarts spent: " << RestartsUsed(j) << " of "
+        << j.spec().max_restarts() << ")\n";
   }
   for (const auto& a : j.attempts()) {
     out << "  attempt " << a.number() << " ended after step " << a.last_step()
@@ -208,7 +209,8 @@ std::string JobDetails(const v1::Job& j) {
                 ? ""
                 : " (" + NameOf(a.failure_class()) + ")")
         << ": " << TerminalSafe(a.reason())
-        << (a.failure_class() == v1::FAILURE_CLASS_PREEMPTED ? " (no restart spent)" : "") << "\n";
+        << (a.failure_class() == v1::FAILURE_CLASS_PREEMPTED ? " (no restart spent)" : "")
+        << (a.resumed_by_request() ? "; resumed by request (restarts afresh)" : "") << "\n";
   }
   if (j.has_last_step()) {
     const v1::StepMetrics& m = j.last_step();

@@ -1,6 +1,8 @@
 // What a job's attempts add up to, as the controller decides restarts and
 // the CLI shows them: an attempt its worker's shutdown ended (preempted)
-// spends no restart.
+// spends no restart, and a resume by request gives the job its
+// max_restarts afresh (a user who pauses and resumes a job, or resumes one
+// that ran out of restarts, gets a job that survives a fault again).
 #pragma once
 
 #include <cstdint>
@@ -9,13 +11,8 @@
 
 namespace accumulus {
 
-// Ended attempts that were preempted.
-int32_t PreemptedAttempts(const v1::Job& job);
-
-// Restarts spent so far: attempts before the current one that failed.
+// Restarts spent so far: the ended attempts since the job's last resume by
+// request (all, if none) that were not preempted.
 int32_t RestartsUsed(const v1::Job& job);
-
-// The most attempts the job may have, given the preemptions so far.
-int32_t MaxAttempts(const v1::Job& job);
 
 }  // namespace accumulus

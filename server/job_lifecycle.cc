@@ -167,7 +167,8 @@ StatusOr<v1::Job> JobLifecycle::Resume(const std::string& job_id) {
   }
   finished_.erase(std::remove(finished_.begin(), finished_.end(), job_id), finished_.end());
   RecordAttempt(&job, StateLabel(job.state()) + ": " + job.reason(), job.failure_class(),
-                job.finished_at());
+                job.finished_at())
+      ->set_resumed_by_request(true);
   NextAttempt(&job);
   job.clear_finished_at();
   queue_.push_back(job_id);
@@ -177,15 +178,16 @@ StatusOr<v1::Job> JobLifecycle::Resume(const std::string& job_id) {
   return job;
 }
 
-void JobLifecycle::RecordAttempt(v1::Job* job, const std::string& reason,
-                                 v1::FailureClass failure_class,
-                                 const google::protobuf::Timestamp& ended_at) {
+v1::Attempt* JobLifecycle::RecordAttempt(v1::Job* job, const std::string& reason,
+                                         v1::FailureClass failure_class,
+                                         const google::protobuf::Timestamp& ended_at) {
   v1::Attempt* ended = job->add_attempts();
   ended->set_number(job->attempt());
   *ended->mutable_ended_at() = ended_at;
   ended->set_reason(reason);
   ended->set_last_step(job->steps_done());
   ended->set_failure_class(failure_class);
+  return ended;
 }
 
 void JobLifecycle::CountFailedAttempt(JobRecord* record, v1::FailureClass failure_class) {

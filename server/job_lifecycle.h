@@ -115,9 +115,10 @@ class JobLifecycle {
   // the slots it held as a fence are freed.
   void StaleRankStatus(JobRecord* record, const std::string& worker_id,
                        const v1::AssignmentStatus& status);
-  // Adds the current attempt to the job's history.
-  static void RecordAttempt(v1::Job* job, const std::string& reason, v1::FailureClass failure_class,
-                            const google::protobuf::Timestamp& ended_at);
+  // Adds the current attempt to the job's history; returns its record.
+  static v1::Attempt* RecordAttempt(v1::Job* job, const std::string& reason,
+                                    v1::FailureClass failure_class,
+                                    const google::protobuf::Timestamp& ended_at);
   // Counts the current attempt's failure, once.
   void CountFailedAttempt(JobRecord* record, v1::FailureClass failure_class);
   // The next attempt's number; its progress starts unknown.

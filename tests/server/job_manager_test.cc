@@ -6,6 +6,7 @@
 #include <regex>
 #include <set>
 
+#include "common/job_attempts.h"
 #include "common/metrics/registry.h"
 #include "common/mutex.h"
 #include "server/event_archive.h"
@@ -689,6 +690,48 @@ TEST_F(JobManagerTest, AJobItsWorkerShutDownUnderMovesWithoutSpendingARestart) {
   EXPECT_EQ(jobs_.Get(id)->worker_id(), "w2");
   jobs_.RecordStatus("w2", Ended(id, v1::JOB_STATE_FAILED, "rank 0 on worker w2: killed"));
   EXPECT_EQ(State(id), v1::JOB_STATE_FAILED) << "max_restarts 0: a failure is final";
+}
+
+TEST_F(JobManagerTest, AResumeGivesTheJobItsRestartsAfresh) {
+  std::vector<v1::ControllerMessage> inbox;
+  jobs_.WorkerConnected(Worker("w1", 1), Inbox(&inbox));
+  v1::JobSpec spec = SmallSpec();
+  spec.set_max_restarts(1);
+  const std::string id = jobs_.Submit(spec, kOwner)->id();
+  const auto killed = [&](int attempt) {
+    v1::AssignmentStatus status = Ended(id, v1::JOB_STATE_FAILED, "rank 0: killed");
+    status.set_attempt(attempt);
+    jobs_.RecordStatus("w1", status);
+  };
+  killed(1);
+  ASSERT_EQ(jobs_.Get(id)->attempt(), 2) << "restart 1 of 1";
+  killed(2);
+  ASSERT_EQ(State(id), v1::JOB_STATE_FAILED) << "no restart left";
+
+  // Resumed: a fault is survived again, once.
+  ASSERT_TRUE(jobs_.Resume(id).ok());
+  v1::Job job = *jobs_.Get(id);
+  ASSERT_EQ(job.attempt(), 3);
+  ASSERT_EQ(job.attempts_size(), 2);
+  EXPECT_FALSE(job.attempts(0).resumed_by_request());
+  EXPECT_TRUE(job.attempts(1).resumed_by_request());
+  EXPECT_EQ(RestartsUsed(job), 0);
+  killed(3);
+  EXPECT_EQ(jobs_.Get(id)->attempt(), 4) << "restarted after the resume";
+  EXPECT_EQ(RestartsUsed(*jobs_.Get(id)), 1);
+  killed(4);
+  EXPECT_EQ(State(id), v1::JOB_STATE_FAILED);
+
+  // A pause (cancel, then resume) spends none either.
+  ASSERT_TRUE(jobs_.Resume(id).ok());
+  ASSERT_TRUE(jobs_.Cancel(id, "pause").ok());
+  v1::AssignmentStatus stopped = Ended(id, v1::JOB_STATE_CANCELLED, "stopped");
+  stopped.set_attempt(5);
+  jobs_.RecordStatus("w1", stopped);
+  ASSERT_EQ(State(id), v1::JOB_STATE_CANCELLED);
+  ASSERT_TRUE(jobs_.Resume(id).ok());
+  killed(6);
+  EXPECT_EQ(jobs_.Get(id)->attempt(), 7) << "the cancelled attempt spent no restart";
 }
 
 // A shutdown while the job is being cancelled does not move it.

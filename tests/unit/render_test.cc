@@ -190,6 +190,31 @@ TEST(Render, JobDetailsShowTheLabelsInKeyOrder) {
       << JobDetails(job);
 }
 
+TEST(Render, JobDetailsCountTheRestartsSinceTheLastResume) {
+  v1::Job job;
+  job.mutable_spec()->set_max_restarts(2);
+  job.set_attempt(4);
+  const auto ended = [&](const std::string& reason, v1::FailureClass failure_class) {
+    v1::Attempt* a = job.add_attempts();
+    a->set_number(job.attempts_size());
+    a->set_reason(reason);
+    a->set_failure_class(failure_class);
+    return a;
+  };
+  ended("rank 0: killed", v1::FAILURE_CLASS_UNSPECIFIED);
+  ended("failed: rank 0: killed", v1::FAILURE_CLASS_UNSPECIFIED)->set_resumed_by_request(true);
+  ended("worker w1 is shutting down", v1::FAILURE_CLASS_PREEMPTED);
+  const std::string details = JobDetails(job);
+  EXPECT_NE(details.find("attempt:      4 (restarts spent: 0 of 2)\n"
+                         "  attempt 1 ended after step 0: rank 0: killed\n"
+                         "  attempt 2 ended after step 0: failed: rank 0: killed; resumed by "
+                         "request (restarts afresh)\n"
+                         "  attempt 3 ended after step 0 (preempted): worker w1 is shutting down "
+                         "(no restart spent)\n"),
+            std::string::npos)
+      << details;
+}
+
 TEST(Render, SizesAreInBinaryUnits) {
   EXPECT_EQ(HumanBytes(1023), "1023 B");
   EXPECT_EQ(HumanBytes(1024), "1.0 KiB");
