@@ -158,7 +158,8 @@ int Logs(ControllerClient& client, const GlobalFlags& flags, const std::string& 
   const int64_t last = job->last_event_sequence();
   if (!follow && last == 0) return 0;
   auto on_event = [&](const v1::JobEvent& event) {
-    if (event.has_log()) {
+    // A checkpoint that was not written is a warning, among the log's own.
+    if (event.has_log() || event.has_checkpoint_failed()) {
       std::cout << (Json(flags) ? ToJsonLine(event) : LogLine(event)) << "\n" << std::flush;
     }
     return follow || event.sequence() < last;

@@ -312,6 +312,13 @@ std::string EventLine(const v1::JobEvent& e) {
     return "checkpoint after step " + std::to_string(e.checkpoint().step()) + ": " +
            TerminalSafe(e.checkpoint().path()) + size;
   }
+  if (e.has_checkpoint_failed()) {
+    const v1::CheckpointFailed& f = e.checkpoint_failed();
+    return "warning: checkpoint after step " + std::to_string(f.step()) + " not written (" +
+           TerminalSafe(f.reason()) + "); training goes on, a restart resumes " +
+           (f.resumes_after_step() > 0 ? "after step " + std::to_string(f.resumes_after_step())
+                                       : std::string("from the start"));
+  }
   if (e.has_log()) {
     const char* level = e.log().level() == v1::LogMessage::LEVEL_ERROR     ? "error"
                         : e.log().level() == v1::LogMessage::LEVEL_WARNING ? "warning"

@@ -99,6 +99,9 @@ ControllerMetrics::ControllerMetrics(metrics::Registry* r)
                                       "Steps whose gradient clipping scaled down.", kJob)),
       job_checkpoints(
           r->AddCounter("accumulus_job_checkpoints_total", "Checkpoints written.", kJob)),
+      job_checkpoint_failures(r->AddCounter(
+          "accumulus_job_checkpoint_failures_total",
+          "Checkpoints that could not be written (the job trained on without them).", kJob)),
       job_loss(r->AddGauge("accumulus_job_loss", "Mean loss of the latest window.", kJob)),
       job_samples_per_second(r->AddGauge("accumulus_job_samples_per_second",
                                          "Throughput of the latest window.", kJob)),

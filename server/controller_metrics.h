@@ -51,6 +51,7 @@ struct ControllerMetrics {
   metrics::Family<metrics::Counter>* job_skipped_steps;
   metrics::Family<metrics::Counter>* job_clipped_steps;
   metrics::Family<metrics::Counter>* job_checkpoints;
+  metrics::Family<metrics::Counter>* job_checkpoint_failures;
   metrics::Family<metrics::Gauge>* job_loss;
   metrics::Family<metrics::Gauge>* job_samples_per_second;
   metrics::Family<metrics::Gauge>* job_effective_batch;

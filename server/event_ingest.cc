@@ -116,6 +116,7 @@ void EventIngest::ApplyPlan(JobRecord* record, const v1::JobEvent& event) {
     metrics_->BatchChanged(job);
   }
   if (event.has_checkpoint()) metrics_->CheckpointWritten(job);
+  if (event.has_checkpoint_failed()) metrics_->CheckpointFailed(job);
 }
 
 }  // namespace accumulus::server

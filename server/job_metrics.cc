@@ -68,6 +68,7 @@ void JobMetrics::StateChanged(const v1::Job& job, v1::JobState from, v1::JobStat
     }
     // Counted from 0 too.
     metrics_->job_checkpoints->WithLabels(labels);
+    metrics_->job_checkpoint_failures->WithLabels(labels);
     metrics_->job_batch_changes->WithLabels(labels);
   }
   if (to == v1::JOB_STATE_RUNNING)
@@ -94,6 +95,7 @@ void JobMetrics::Recovered(const v1::Job& job) {
     metrics_->job_attempt->WithLabels({job.id()})->Set(std::max(1, job.attempt()));
     metrics_->job_last_progress->WithLabels({job.id()})->Set(UnixSeconds());
     metrics_->job_checkpoints->WithLabels({job.id()});
+    metrics_->job_checkpoint_failures->WithLabels({job.id()});
     metrics_->job_batch_changes->WithLabels({job.id()});
   }
 }
@@ -169,6 +171,11 @@ void JobMetrics::CheckpointWritten(const v1::Job& job) {
   metrics_->job_checkpoints->WithLabels({job.id()})->Increment();
 }
 
+void JobMetrics::CheckpointFailed(const v1::Job& job) {
+  series_.try_emplace(job.id());
+  metrics_->job_checkpoint_failures->WithLabels({job.id()})->Increment();
+}
+
 void JobMetrics::BatchChanged(const v1::Job& job) {
   series_.try_emplace(job.id());
   metrics_->job_batch_changes->WithLabels({job.id()})->Increment();
@@ -235,9 +242,10 @@ void JobMetrics::RemoveJobSeries(const std::string& job_id) {
         metrics_->job_noise_scale}) {
     family->Remove(labels);
   }
-  for (auto* family : {metrics_->job_steps, metrics_->job_samples, metrics_->job_tokens,
-                       metrics_->job_skipped_steps, metrics_->job_clipped_steps,
-                       metrics_->job_checkpoints, metrics_->job_batch_changes}) {
+  for (auto* family :
+       {metrics_->job_steps, metrics_->job_samples, metrics_->job_tokens,
+        metrics_->job_skipped_steps, metrics_->job_clipped_steps, metrics_->job_checkpoints,
+        metrics_->job_checkpoint_failures, metrics_->job_batch_changes}) {
     family->Remove(labels);
   }
   metrics_->job_step_seconds->Remove(labels);

@@ -48,6 +48,7 @@ class JobMetrics {
   // A rank ran out of memory and runs the window again with a smaller split.
   void SplitChanged(const v1::Job& job, const v1::SplitChange& split);
   void CheckpointWritten(const v1::Job& job);
+  void CheckpointFailed(const v1::Job& job);
   // Adaptive accumulation changed the job's global batch.
   void BatchChanged(const v1::Job& job);
   void WorkerPool(int64_t workers, int64_t slots, int64_t free_slots);

@@ -192,7 +192,7 @@ checkpoint: {dir: )" + dir + R"(, every_steps: 2}
   EXPECT_NE(job.reason().find(os_error), std::string::npos) << job.reason();
 }
 
-TEST(ControlPlane, ACheckpointThatCannotBeWrittenFailsTheJobOncePermanently) {
+TEST(ControlPlane, ACheckpointDirThatCannotBeMadeFailsTheJobAtItsStartPermanently) {
   TestCluster cluster;
   cluster.StartWorker(1);
   std::ofstream(cluster.dir() + "/a-file") << "not a directory\n";

@@ -4,11 +4,13 @@
 // the parameters of an uninterrupted run, every step applied once.
 #include <google/protobuf/util/json_util.h>
 #include <gtest/gtest.h>
+#include <httplib.h>
 #include <signal.h>
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <thread>
@@ -357,6 +359,58 @@ TEST_F(RestartTest, AFrozenWorkersTrainerStopsBeforeItsSuccessorStarts) {
 
 // A cancel stops the trainer at a window boundary with a checkpoint there;
 // `accumulus resume` continues from exactly that step.
+// A checkpoint is insurance: one that cannot be written (here the job's
+// checkpoint directory turns into a plain file after its first checkpoint,
+// as a full disk would refuse it) is a warning on the job's stream, in its
+// log and on /metrics, and the job trains on to the uninterrupted result.
+TEST_F(RestartTest, ACheckpointThatCannotBeWrittenIsAWarningAndTheJobTrainsOn) {
+  const std::vector<torch::Tensor> reference = Reference();
+  const std::string output = cluster_.dir() + "/unprotected.pt";
+  const std::string checkpoints = cluster_.dir() + "/checkpoints";
+  const std::string id = Submit("unprotected.yaml", Spec(output, checkpoints));
+  std::unique_ptr<Subprocess> watch = cluster_.StartCli({"-o", "json", "watch", id});
+  int64_t first_checkpoint = 0;
+  std::vector<v1::CheckpointFailed> failures;
+  std::string line;
+  while (watch->ReadLine(&line)) {
+    const v1::JobEvent e = ParseEvent(line);
+    if (e.has_checkpoint() && first_checkpoint == 0) {
+      first_checkpoint = e.checkpoint().step();
+      const std::string job_dir = checkpoints + "/" + id;
+      std::filesystem::rename(job_dir, job_dir + ".aside");
+      std::ofstream(job_dir) << "not a directory";
+    }
+    if (e.has_checkpoint_failed()) failures.push_back(e.checkpoint_failed());
+  }
+  watch->Wait();
+  const v1::Job job = Get(id);
+  ASSERT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.reason();
+  EXPECT_EQ(job.attempt(), 1) << "no restart: nothing failed but the insurance";
+  ExpectBitIdentical(Parameters(output), reference);
+
+  ASSERT_EQ(first_checkpoint, 7);
+  ASSERT_FALSE(failures.empty()) << "600 steps, a checkpoint every 7";
+  for (const v1::CheckpointFailed& f : failures) {
+    EXPECT_EQ(f.step() % 7, 0);
+    EXPECT_GE(f.resumes_after_step(), first_checkpoint) << "the newest written";
+    EXPECT_NE(f.reason().find(checkpoints + "/" + id), std::string::npos) << f.reason();
+  }
+  CliResult logs = cluster_.Cli({"logs", id});
+  ASSERT_EQ(logs.exit_code, 0) << logs.stderr_text;
+  EXPECT_EQ(std::count_if(logs.lines.begin(), logs.lines.end(),
+                          [](const std::string& l) {
+                            return l.find("warning: checkpoint after step") != std::string::npos;
+                          }),
+            static_cast<int64_t>(failures.size()));
+  httplib::Client http("127.0.0.1", cluster_.metrics_port());
+  auto metrics = http.Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_NE(metrics->body.find("accumulus_job_checkpoint_failures_total{job_id=\"" + id + "\"} " +
+                               std::to_string(failures.size()) + "\n"),
+            std::string::npos)
+      << metrics->body;
+}
+
 TEST_F(RestartTest, ACancelledJobResumesWhereItStopped) {
   const std::vector<torch::Tensor> reference = Reference();
   const std::string output = cluster_.dir() + "/paused.pt";

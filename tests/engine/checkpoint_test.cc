@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 
@@ -134,6 +135,62 @@ TEST_P(Checkpoints, AGracefulStopCheckpointsWhereItStops) {
   ASSERT_TRUE(resumed->status.ok()) << resumed->status.ToString();
   EXPECT_EQ(resumed->sink.run.resumed_from_step, 5);
   EXPECT_TRUE(BitIdentical(resumed->parameters, reference->parameters));
+}
+
+// After the checkpoint of step 3, the checkpoint directory is moved aside
+// and a plain file takes its name, so no later checkpoint can be written
+// there (as a full disk: a storage failure, whoever runs the test).
+TrainOptions BlockCheckpointsFromStep(int64_t from, const std::string& dir,
+                                      std::atomic<bool>* stop = nullptr, int64_t stop_at = 0) {
+  TrainOptions options;
+  options.stop_requested = stop;
+  options.after_backward = [=](int64_t step, const std::vector<torch::Tensor>&) {
+    if (step == from && fs::is_directory(dir)) {
+      fs::rename(dir, dir + ".aside");
+      std::ofstream(dir) << "not a directory";
+    }
+    if (stop != nullptr && step == stop_at) *stop = true;
+  };
+  return options;
+}
+
+TEST_P(Checkpoints, ACheckpointThatCannotBeWrittenIsReportedAndTrainingGoesOn) {
+  const auto reference = RunTraining(Job(GetParam(), ""));
+  ASSERT_TRUE(reference->status.ok()) << reference->status.ToString();
+  const auto run = RunTraining(Job(GetParam(), dir_), BlockCheckpointsFromStep(4, dir_));
+  ASSERT_TRUE(run->status.ok()) << run->status.ToString();
+  EXPECT_TRUE(BitIdentical(run->parameters, reference->parameters));
+  ASSERT_EQ(run->sink.checkpoints.size(), 1u);
+  EXPECT_EQ(run->sink.checkpoints[0].step, 3);
+  ASSERT_EQ(run->sink.checkpoint_failures.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const engine::CheckpointFailure& failed = run->sink.checkpoint_failures[i];
+    EXPECT_EQ(failed.step, 6 + 3 * static_cast<int64_t>(i));
+    EXPECT_EQ(failed.resumes_after_step, 3) << "the newest checkpoint written";
+    EXPECT_NE(failed.reason.find(dir_), std::string::npos) << failed.reason;
+  }
+  EXPECT_NE(run->Logs().find("checkpoint after step 6 not written: "), std::string::npos)
+      << run->Logs();
+
+  // A restart resumes from the one written, to the same parameters.
+  fs::remove(dir_);
+  fs::rename(dir_ + ".aside", dir_);
+  TrainConfig no_more = Job(GetParam(), dir_);
+  no_more.checkpoint_every_steps = 0;
+  const auto resumed = RunTraining(no_more);
+  ASSERT_TRUE(resumed->status.ok()) << resumed->status.ToString();
+  EXPECT_EQ(resumed->sink.run.resumed_from_step, 3);
+  EXPECT_TRUE(BitIdentical(resumed->parameters, reference->parameters));
+}
+
+TEST_P(Checkpoints, AGracefulStopWhoseCheckpointCannotBeWrittenStillStops) {
+  std::atomic<bool> stop{false};
+  const auto stopped =
+      RunTraining(Job(GetParam(), dir_), BlockCheckpointsFromStep(4, dir_, &stop, 5));
+  EXPECT_EQ(stopped->status.code(), StatusCode::kCancelled) << stopped->status.ToString();
+  ASSERT_EQ(stopped->sink.checkpoint_failures.size(), 1u);
+  EXPECT_EQ(stopped->sink.checkpoint_failures[0].step, 5);
+  EXPECT_EQ(stopped->sink.checkpoint_failures[0].resumes_after_step, 3);
 }
 
 INSTANTIATE_TEST_SUITE_P(Optimizers, Checkpoints,

@@ -413,6 +413,26 @@ TEST_F(JobManagerTest, EventsGetConsecutiveSequenceNumbers) {
   EXPECT_EQ(jobs_.Get(id)->last_event_sequence(), 4);
 }
 
+TEST_F(JobManagerTest, CheckpointsWrittenAndNotWrittenAreCountedPerJob) {
+  std::vector<v1::ControllerMessage> inbox;
+  jobs_.WorkerConnected(Worker("w1", 1), Inbox(&inbox));
+  const std::string id = jobs_.Submit(SmallSpec(), kOwner)->id();
+  const std::string written = "accumulus_job_checkpoints_total{job_id=\"" + id + "\"} ";
+  const std::string failed = "accumulus_job_checkpoint_failures_total{job_id=\"" + id + "\"} ";
+  EXPECT_NE(registry_.Render().find(failed + "0"), std::string::npos) << "from 0 at placement";
+  v1::TrainerEvents events;
+  events.set_job_id(id);
+  events.add_events()->mutable_checkpoint()->set_step(3);
+  v1::CheckpointFailed* not_written = events.add_events()->mutable_checkpoint_failed();
+  not_written->set_step(6);
+  not_written->set_reason("cannot write /ckpt/j/.tmp: No space left on device");
+  not_written->set_resumes_after_step(3);
+  jobs_.RecordEvents("w1", events);
+  const std::string exposition = registry_.Render();
+  EXPECT_NE(exposition.find(written + "1"), std::string::npos) << exposition;
+  EXPECT_NE(exposition.find(failed + "1"), std::string::npos) << exposition;
+}
+
 v1::JobSpec Devices(int n) {
   v1::JobSpec spec = SmallSpec();
   spec.set_devices(n);

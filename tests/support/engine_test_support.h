@@ -27,9 +27,14 @@ class RecordingSink : public engine::EventSink {
     checkpoints.push_back(c);
     EventSink::OnCheckpoint(c);  // and its log line, as a plain sink has
   }
+  void OnCheckpointFailed(const engine::CheckpointFailure& f) override {
+    checkpoint_failures.push_back(f);
+    EventSink::OnCheckpointFailed(f);
+  }
 
   engine::RunReport run;
   std::vector<engine::CheckpointReport> checkpoints;
+  std::vector<engine::CheckpointFailure> checkpoint_failures;
   std::vector<engine::StepReport> steps;
   std::vector<engine::SplitChange> split_changes;
   std::vector<engine::BatchChange> batch_changes;

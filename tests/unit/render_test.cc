@@ -146,6 +146,19 @@ TEST(Render, ACheckpointSaysItsStepPathAndSize) {
             "checkpoint after step 3: /shared/checkpoints/j1/step-3.ckpt (2.5 MB in 0.12 s)");
 }
 
+TEST(Render, ACheckpointNotWrittenIsAWarningThatSaysWhereARestartResumes) {
+  v1::JobEvent event;
+  v1::CheckpointFailed* failed = event.mutable_checkpoint_failed();
+  failed->set_step(9);
+  failed->set_reason("cannot write /ckpt/j1/.tmp-7: No space left on device");
+  failed->set_resumes_after_step(6);
+  EXPECT_EQ(EventLine(event),
+            "warning: checkpoint after step 9 not written (cannot write /ckpt/j1/.tmp-7: No space "
+            "left on device); training goes on, a restart resumes after step 6");
+  failed->set_resumes_after_step(0);
+  EXPECT_NE(EventLine(event).find("a restart resumes from the start"), std::string::npos);
+}
+
 TEST(Render, LogLinesStartWithTheirLevel) {
   v1::JobEvent event;
   event.mutable_log()->set_text("checkpoint after step 3");

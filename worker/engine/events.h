@@ -106,6 +106,14 @@ struct CheckpointReport {
   double seconds = 0;
 };
 
+// Rank 0 could not write the checkpoint after `step`; the newest written
+// one is after `resumes_after_step` (0: none).
+struct CheckpointFailure {
+  int64_t step = 0;
+  std::string reason;
+  int64_t resumes_after_step = 0;
+};
+
 // The split changed mid-run: a window ran out of memory and is run again
 // with a smaller micro-batch (and as much more accumulation), which every
 // later window keeps. The batch plan is the controller's; this tells it.
@@ -139,6 +147,11 @@ class EventSink {
   virtual void OnCheckpoint(const CheckpointReport& report) {
     OnLog(LogLevel::kInfo,
           "checkpoint after step " + std::to_string(report.step) + ": " + report.path);
+  }
+  // A sink that keeps no record of checkpoints logs a failed one too.
+  virtual void OnCheckpointFailed(const CheckpointFailure& failure) {
+    OnLog(LogLevel::kWarning, "checkpoint after step " + std::to_string(failure.step) +
+                                  " not written: " + failure.reason);
   }
   // A sink that keeps no record of batch changes logs them.
   virtual void OnBatchChange(const BatchChange& change) {

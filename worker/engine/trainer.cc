@@ -102,7 +102,12 @@ class TrainingRun {
   // while they run out of memory.
   StatusOr<WindowResult> AccumulateWindow(const Window& w);
   // Rank 0 writes the state after `step` (the other ranks hold the same).
+  // One it cannot write for the storage's sake (a full disk, an I/O error,
+  // a permission taken away) is reported, and the run goes on: a checkpoint
+  // is the job's insurance, not its result, and a restart from the one
+  // before reaches the same parameters. A superseded attempt still stops.
   Status Checkpoint(int64_t step);
+  Status WriteCheckpoint(int64_t step);
   Status Finish();
   // Rank 0 writes the output when training ends: where it cannot (a
   // missing directory, no permission, a read-only mount) is found before the
@@ -473,6 +478,16 @@ StatusOr<WindowResult> TrainingRun::AccumulateWindow(const Window& w) {
 
 Status TrainingRun::Checkpoint(int64_t step) {
   if (!checkpoints_ || config_.rank != 0 || step <= checkpointed_) return Status::Ok();
+  const Status written = WriteCheckpoint(step);
+  if (written.ok()) return written;
+  if (written.fault() != Fault::kStorage) {
+    return written.WithContext("checkpoint after step " + std::to_string(step));
+  }
+  sink_->OnCheckpointFailed({step, written.message(), checkpointed_});
+  return Status::Ok();
+}
+
+Status TrainingRun::WriteCheckpoint(int64_t step) {
   TrainingState state;
   state.identity = identity_;
   state.step = step;
@@ -491,9 +506,7 @@ Status TrainingRun::Checkpoint(int64_t step) {
   state.position = trained_position_;
   const auto start = Clock::now();
   StatusOr<std::string> path = checkpoints_->Write(state, *model_, *optimizer_);
-  if (!path.ok()) {
-    return path.status().WithContext("checkpoint after step " + std::to_string(step));
-  }
+  if (!path.ok()) return path.status();
   checkpointed_ = step;
   std::error_code size_error;
   const auto bytes = std::filesystem::file_size(*path, size_error);

@@ -145,6 +145,15 @@ void ProtoEventSink::OnCheckpoint(const engine::CheckpointReport& report) {
   Emit(std::move(event), /*hold=*/false);
 }
 
+void ProtoEventSink::OnCheckpointFailed(const engine::CheckpointFailure& failure) {
+  v1::JobEvent event = TimedEvent();
+  v1::CheckpointFailed* failed = event.mutable_checkpoint_failed();
+  failed->set_step(failure.step);
+  failed->set_reason(failure.reason);
+  failed->set_resumes_after_step(failure.resumes_after_step);
+  Emit(std::move(event), /*hold=*/false);
+}
+
 void ProtoEventSink::OnSplitChange(const engine::SplitChange& change) {
   v1::JobEvent event = TimedEvent();
   v1::SplitChange* split = event.mutable_split();

@@ -36,6 +36,7 @@ class ProtoEventSink final : public engine::EventSink {
   void OnStep(const engine::StepReport& report) override;
   void OnSplitChange(const engine::SplitChange& change) override;
   void OnCheckpoint(const engine::CheckpointReport& report) override;
+  void OnCheckpointFailed(const engine::CheckpointFailure& failure) override;
   void OnBatchChange(const engine::BatchChange& change) override;
   void OnLog(engine::LogLevel level, const std::string& text) override;
 
