@@ -99,6 +99,15 @@ std::string ThreadsText(const v1::RuntimeInfo& r) {
   return out + " (" + r.blas() + ")";
 }
 
+// A file's samples are known once a trainer has read it: until then the
+// spec's 0 is no count.
+std::string SamplesText(const v1::Job& j) {
+  const int64_t read = j.has_runtime() ? j.runtime().samples_per_epoch() : 0;
+  const int64_t samples = read > 0 ? read : j.spec().data().samples();
+  if (samples > 0) return std::to_string(samples) + " samples";
+  return "samples counted when a trainer reads " + TerminalSafe(j.spec().data().path());
+}
+
 }  // namespace
 
 std::string ToJsonLine(const google::protobuf::Message& message) {
@@ -186,7 +195,7 @@ std::string JobDetails(const v1::Job& j) {
       << " " << NameOf(s.normalization()) << "\n"
       << "model:        " << NameOf(s.model().kind()) << "\n"
       << "data:         " << NameOf(s.data().kind()) << " " << NameOf(s.data().task()) << ", "
-      << s.data().samples() << " samples\n"
+      << SamplesText(j) << "\n"
       << "optimizer:    " << NameOf(s.optimizer().kind()) << " lr " << s.optimizer().lr() << "\n"
       << "steps:        " << j.steps_done() << "/" << j.steps_total() << "\n";
   if (!s.output().empty()) {

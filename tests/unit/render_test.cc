@@ -203,6 +203,22 @@ TEST(Render, JobDetailsShowTheLabelsInKeyOrder) {
       << JobDetails(job);
 }
 
+TEST(Render, JobDetailsCountAFilesSamplesOnlyOnceATrainerReadIt) {
+  v1::Job job;
+  job.mutable_spec()->mutable_data()->set_kind(v1::DATA_KIND_CSV);
+  job.mutable_spec()->mutable_data()->set_task(v1::DATA_TASK_CLASSIFICATION);
+  job.mutable_spec()->mutable_data()->set_path("/data/train.csv");
+  EXPECT_NE(
+      JobDetails(job).find("data:         csv classification, samples counted when a trainer reads "
+                           "/data/train.csv\n"),
+      std::string::npos)
+      << JobDetails(job);
+  job.mutable_runtime()->set_samples_per_epoch(1200);
+  EXPECT_NE(JobDetails(job).find("data:         csv classification, 1200 samples\n"),
+            std::string::npos)
+      << JobDetails(job);
+}
+
 TEST(Render, JobDetailsCountTheRestartsSinceTheLastResume) {
   v1::Job job;
   job.mutable_spec()->set_max_restarts(2);
