@@ -5,12 +5,14 @@
 
 #include <CLI/CLI.hpp>
 #include <cctype>
-#include <fstream>
 #include <iostream>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "common/small_file.h"
 #include "common/status.h"
 
 namespace accumulus {
@@ -31,13 +33,24 @@ inline void AddConfigFlags(CLI::App* app, bool* check_only) {
 
 namespace config_file {
 
+// The file's lines (none where it cannot be read: CLI11 has said so then).
+inline std::vector<std::string> LinesOf(const std::string& path) {
+  constexpr size_t kMaxConfigBytes = size_t{1} << 20;  // flags, not data
+  const StatusOr<std::string> text = ReadSmallFile(path, kMaxConfigBytes, path);
+  std::vector<std::string> lines;
+  if (!text.ok()) return lines;
+  std::istringstream in(*text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
 // The line of the TOML file `path` whose entry is `key` (`key = ...`), or
 // that opens the table `[key]` when `table`; 0 if none. CLI11 names what
 // it could not take, never where it stands.
 inline int LineOf(const std::string& path, const std::string& key, bool table) {
-  std::ifstream in(path);
-  std::string line;
-  for (int number = 1; std::getline(in, line); ++number) {
+  const std::vector<std::string> lines = LinesOf(path);
+  for (int number = 1; number <= static_cast<int>(lines.size()); ++number) {
+    const std::string& line = lines[number - 1];
     const size_t begin = line.find_first_not_of(" \t");
     if (begin == std::string::npos) continue;
     std::string_view text(line);
@@ -68,9 +81,9 @@ inline std::string Where(const std::string& path, int line) {
 // nor NAME = VALUE with a value (`metrics-port =` set nothing, silently).
 // "--config FILE:LINE: ..." for the first such line, or empty.
 inline std::string SyntaxError(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  for (int number = 1; std::getline(in, line); ++number) {
+  const std::vector<std::string> lines = LinesOf(path);
+  for (int number = 1; number <= static_cast<int>(lines.size()); ++number) {
+    const std::string& line = lines[number - 1];
     const size_t begin = line.find_first_not_of(" \t\r");
     if (begin == std::string::npos || line[begin] == '#' || line[begin] == '[') continue;
     const size_t equals = line.find('=', begin);
@@ -86,8 +99,7 @@ inline std::string SyntaxError(const std::string& path) {
 
 // What the file has that no flag takes (CLI11's "INI was not able to parse
 // ITEM"): a name, or a [table] (its item then ends in ".++").
-inline std::string ExtraText(const CLI::App& app, const std::string& path,
-                             const std::string& what) {
+inline std::string ExtraText(const std::string& path, const std::string& what) {
   static const std::string kPrefix = "INI was not able to parse ";
   if (what.rfind(kPrefix, 0) != 0) return "--config " + path + ": " + what;
   std::string item = what.substr(kPrefix.size());
@@ -98,13 +110,13 @@ inline std::string ExtraText(const CLI::App& app, const std::string& path,
     return Where(path, LineOf(path, item, true)) + ": [" + item +
            "] opens a table; flags go at the top level, NAME = VALUE";
   }
-  const size_t dot = item.rfind('.');
-  const std::string key = dot == std::string::npos ? item : item.substr(dot + 1);
-  const std::string where = Where(path, LineOf(path, key, false));
-  if (app.get_option_no_throw("--" + key) != nullptr) {
-    return where + ": " + key + " has no value it can take (NAME = VALUE)";
+  // A dotted name as written, or a name under a [table] (CLI11 prefixes
+  // the table's).
+  int line = LineOf(path, item, false);
+  if (const size_t dot = item.rfind('.'); line == 0 && dot != std::string::npos) {
+    line = LineOf(path, item.substr(dot + 1), false);
   }
-  return where + ": " + item + " is not a flag of this program";
+  return Where(path, line) + ": " + item + " is not a flag of this program";
 }
 
 // For an error about a flag's value that the file gave (the command line
@@ -152,7 +164,7 @@ inline std::optional<int> ParseFlags(CLI::App* app, int argc, char** argv) {
     app->parse(argc, argv);
   } catch (const CLI::ConfigError& e) {
     if (std::optional<int> exit_code = malformed()) return exit_code;
-    std::cerr << config_file::ExtraText(*app, config_file::PathOf(*app), e.what()) << "\n";
+    std::cerr << config_file::ExtraText(config_file::PathOf(*app), e.what()) << "\n";
     return e.get_exit_code();
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app->exit(e);  // --help

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <functional>
 #include <sstream>
 #include <thread>
@@ -32,7 +31,8 @@ int64_t ParseCount(const std::string& text) {
 
 // The first two words of a file ("" where it or they are missing).
 std::pair<std::string, std::string> ReadWords(const std::string& path) {
-  std::ifstream in(path);
+  const StatusOr<std::string> text = ReadSmallFile(path, 4096, path);  // a line of numbers
+  std::istringstream in(text.ok() ? *text : "");
   std::pair<std::string, std::string> words;
   in >> words.first >> words.second;
   return words;

@@ -73,6 +73,13 @@ TEST_F(ConfigFlags, AListForOneValueIsNamedWithItsLine) {
             "--config " + path_ + ":1: --metrics-port: At Most 1 required but received 2\n");
 }
 
+TEST_F(ConfigFlags, ADottedNameIsNamedWithItsLine) {
+  const Parsed parsed = Parse({"--config", Write("\nmetrics-port.x = 1\n")});
+  ASSERT_TRUE(parsed.exit_code.has_value());
+  EXPECT_EQ(parsed.stderr_text,
+            "--config " + path_ + ":2: metrics-port.x is not a flag of this program\n");
+}
+
 TEST_F(ConfigFlags, AFlagWithoutAValueIsNamedWithItsLine) {
   const Parsed parsed = Parse({"--config", Write("\nmetrics-port =\n")});
   ASSERT_TRUE(parsed.exit_code.has_value());
