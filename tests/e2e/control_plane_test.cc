@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "accumulus/v1/controller.pb.h"
+#include "tests/support/job_specs.h"
 #include "tests/support/proto_json.h"
 #include "tests/support/read_file.h"
 #include "tests/support/test_cluster.h"
@@ -32,15 +33,9 @@ std::string HostName() {
   return host;
 }
 
-constexpr char kSmallJob[] = R"(
-model: {kind: mlp, hidden: [8]}
-data: {samples: 32, features: 8, outputs: 3}
-micro_batch: 4
-accumulation_steps: 2
-epochs: 1
-optimizer: {kind: sgd, lr: 0.1}
-threads: {intra_op: 1, blas: 1}
-)";
+std::string SmallJob(const std::string& extra = "") {
+  return TinyJob("{kind: mlp, hidden: [8]}", extra);
+}
 
 TEST(ControlPlane, ASecondControllerOnTheSameStateRefusesAndNamesTheFirst) {
   TestCluster cluster;
@@ -68,7 +63,7 @@ TEST(ControlPlane, ASecondControllerOnTheSameStateRefusesAndNamesTheFirst) {
 // controller; a fresh state never hands out an id the old one did.
 TEST(ControlPlane, ASubmitRetriedWithItsRequestIdMakesOneJobAcrossARestart) {
   TestCluster cluster;
-  const std::string spec = cluster.WriteSpec("small.yaml", kSmallJob);
+  const std::string spec = cluster.WriteSpec("small.yaml", SmallJob());
   const CliResult first = cluster.Cli({"-o", "json", "submit", spec, "--request-id", "nightly-7"});
   ASSERT_EQ(first.exit_code, 0) << first.stderr_text;
   const v1::Job job = FromJson<v1::Job>(first.lines.at(0));
@@ -85,8 +80,8 @@ TEST(ControlPlane, ASubmitRetriedWithItsRequestIdMakesOneJobAcrossARestart) {
 
   // Another spec under the same id is refused, naming the job it made.
   const CliResult reused =
-      cluster.Cli({"submit", cluster.WriteSpec("other.yaml", std::string(kSmallJob) + "seed: 9\n"),
-                   "--request-id", "nightly-7"});
+      cluster.Cli({"submit", cluster.WriteSpec("other.yaml", SmallJob("seed: 9\n")), "--request-id",
+                   "nightly-7"});
   EXPECT_EQ(reused.exit_code, 1);
   EXPECT_NE(reused.stderr_text.find("request_id nightly-7 made " + job.id()), std::string::npos)
       << reused.stderr_text;
@@ -139,7 +134,7 @@ threads: {intra_op: 1, blas: 1}
   // Two one-device jobs finish meanwhile on rank 1's slot: past the
   // retention of one.
   for (int i = 0; i < 2; ++i) {
-    CliResult small = cluster.Cli({"submit", "-w", cluster.WriteSpec("small.yaml", kSmallJob)});
+    CliResult small = cluster.Cli({"submit", "-w", cluster.WriteSpec("small.yaml", SmallJob())});
     ASSERT_EQ(small.exit_code, 0) << small.stderr_text;
   }
   cluster.KillWorker(rank0_worker);  // with its rank (most likely) still stopping
@@ -168,17 +163,9 @@ threads: {intra_op: 1, blas: 1}
 // is made impossible: a regular file stands where it should be.
 void ExpectUnwritableCheckpointFailsOnce(const TestCluster& cluster, const std::string& dir,
                                          const std::string& os_error) {
-  const std::string id = SubmitJob(cluster, "unwritable.yaml", R"(
-model: {kind: mlp, hidden: [8]}
-data: {samples: 64, features: 8, outputs: 3}
-micro_batch: 4
-accumulation_steps: 2
-epochs: 1
-optimizer: {kind: sgd, lr: 0.1}
-threads: {intra_op: 1, blas: 1}
-max_restarts: 3
-checkpoint: {dir: )" + dir + R"(, every_steps: 2}
-)");
+  const std::string id =
+      SubmitJob(cluster, "unwritable.yaml",
+                SmallJob("max_restarts: 3\ncheckpoint: {dir: " + dir + ", every_steps: 2}\n"));
   CliResult watched = cluster.Cli({"watch", id});
   EXPECT_NE(watched.exit_code, 0);
   const v1::Job job = GetJob(cluster, id);

@@ -8,23 +8,14 @@
 #include <string>
 
 #include "accumulus/v1/controller.pb.h"
+#include "tests/support/job_specs.h"
 #include "tests/support/test_cluster.h"
 
 namespace accumulus::testing {
 namespace {
 
 std::string Job(const std::string& output) {
-  return R"(
-model: {kind: mlp, hidden: [8]}
-data: {samples: 32, features: 8, outputs: 3}
-micro_batch: 4
-accumulation_steps: 2
-epochs: 1
-optimizer: {kind: sgd, lr: 0.1}
-threads: {intra_op: 1, blas: 1}
-max_restarts: 2
-output: )" +
-         output + "\n";
+  return TinyJob("{kind: mlp, hidden: [8]}", "max_restarts: 2\noutput: " + output + "\n");
 }
 
 // Submits, waits for the end, returns the job as it ended.

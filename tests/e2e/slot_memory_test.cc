@@ -8,6 +8,7 @@
 #include <string>
 
 #include "accumulus/v1/controller.pb.h"
+#include "tests/support/job_specs.h"
 #include "tests/support/test_cluster.h"
 
 namespace accumulus::testing {
@@ -18,16 +19,8 @@ TEST(SlotMemory, AModelBeyondItsSlotsMemoryFailsAsOutOfMemoryWithoutRetries) {
   // A millionth of the machine's memory: a few KiB to a few MiB, below the
   // 16 MiB of the model's parameters on any machine.
   cluster.StartWorker(1, {"--cpu-memory-fraction", "0.000001"});
-  const std::string id = SubmitJob(cluster, "too-big.yaml", R"(
-model: {kind: mlp, hidden: [2048, 2048]}
-data: {samples: 32, features: 8, outputs: 3}
-micro_batch: 4
-accumulation_steps: 2
-epochs: 1
-optimizer: {kind: sgd, lr: 0.1}
-threads: {intra_op: 1, blas: 1}
-max_restarts: 2
-)");
+  const std::string id = SubmitJob(
+      cluster, "too-big.yaml", TinyJob("{kind: mlp, hidden: [2048, 2048]}", "max_restarts: 2\n"));
   cluster.Cli({"watch", id});  // exits when the job ends, whichever way
   const v1::Job job = GetJob(cluster, id);
   EXPECT_EQ(job.state(), v1::JOB_STATE_FAILED) << job.reason();
