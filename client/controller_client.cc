@@ -37,30 +37,38 @@ ControllerClient::ControllerClient(std::string address, std::chrono::millisecond
                                    std::shared_ptr<grpc::Channel> channel)
     : address_(std::move(address)),
       connect_timeout_(connect_timeout),
-      stub_(v1::Controller::NewStub(std::move(channel))) {}
+      channel_(std::move(channel)),
+      stub_(v1::Controller::NewStub(channel_)) {}
 
 void ControllerClient::Prepare(grpc::ClientContext* context) const {
   context->set_wait_for_ready(true);
   context->set_deadline(std::chrono::system_clock::now() + connect_timeout_);
 }
 
-namespace {
-
 template <typename Response>
-StatusOr<Response> Result(const grpc::Status& status, Response response,
-                          const std::string& address) {
+StatusOr<Response> ControllerClient::Result(const grpc::Status& status, Response response) const {
   if (status.ok()) return response;
+  if (IsControllersAnswer(status)) return FromGrpcStatus(status);
+  const bool connected = channel_->GetState(/*try_to_connect=*/false) == GRPC_CHANNEL_READY;
+  if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED && connected) {
+    // Reached, but no answer in time (a change waits until the controller
+    // has recorded it): what was asked may still take effect.
+    return Status(
+        StatusCode::kDeadlineExceeded,
+        "controller " + address_ + " did not answer within " +
+            std::to_string(connect_timeout_.count()) +
+            " ms; what was asked may still take effect (`accumulus list` shows what it holds), "
+            "and its log or /metrics (accumulus_store_writable) may say why");
+  }
   if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
       status.error_code() == grpc::StatusCode::UNAVAILABLE) {
     return Status::Unavailable(
-        "controller " + address + " is not reachable (" + status.error_message() +
+        "controller " + address_ + " is not reachable (" + status.error_message() +
         "): is it running (accumulus up), and does --ca-file hold the CA of its certificate "
         "(--insecure for a controller that serves plaintext)?");
   }
   return FromGrpcStatus(status);
 }
-
-}  // namespace
 
 StatusOr<v1::Job> ControllerClient::Submit(const v1::JobSpec& spec, const std::string& request_id) {
   v1::SubmitJobRequest request;
@@ -73,9 +81,10 @@ StatusOr<v1::Job> ControllerClient::Submit(const v1::JobSpec& spec, const std::s
     grpc::ClientContext context;
     Prepare(&context);
     status = stub_->SubmitJob(&context, request, &job);
-    if (status.error_code() != grpc::StatusCode::UNAVAILABLE) break;
+    // Again only when the call may not have reached the controller.
+    if (status.error_code() != grpc::StatusCode::UNAVAILABLE || IsControllersAnswer(status)) break;
   }
-  return Result(status, job, address_);
+  return Result(status, job);
 }
 
 StatusOr<v1::Job> ControllerClient::Get(const std::string& job_id) {
@@ -85,7 +94,7 @@ StatusOr<v1::Job> ControllerClient::Get(const std::string& job_id) {
   request.set_job_id(job_id);
   v1::Job job;
   const grpc::Status status = stub_->GetJob(&context, request, &job);
-  return Result(status, job, address_);
+  return Result(status, job);
 }
 
 StatusOr<v1::ListJobsResponse> ControllerClient::List(const v1::ListJobsRequest& request) {
@@ -93,7 +102,7 @@ StatusOr<v1::ListJobsResponse> ControllerClient::List(const v1::ListJobsRequest&
   Prepare(&context);
   v1::ListJobsResponse response;
   const grpc::Status status = stub_->ListJobs(&context, request, &response);
-  return Result(status, response, address_);
+  return Result(status, response);
 }
 
 StatusOr<v1::Job> ControllerClient::Cancel(const std::string& job_id, const std::string& reason) {
@@ -104,7 +113,7 @@ StatusOr<v1::Job> ControllerClient::Cancel(const std::string& job_id, const std:
   request.set_reason(reason);
   v1::Job job;
   const grpc::Status status = stub_->CancelJob(&context, request, &job);
-  return Result(status, job, address_);
+  return Result(status, job);
 }
 
 StatusOr<v1::Job> ControllerClient::Resume(const std::string& job_id) {
@@ -114,7 +123,7 @@ StatusOr<v1::Job> ControllerClient::Resume(const std::string& job_id) {
   request.set_job_id(job_id);
   v1::Job job;
   const grpc::Status status = stub_->ResumeJob(&context, request, &job);
-  return Result(status, job, address_);
+  return Result(status, job);
 }
 
 StatusOr<v1::ListWorkersResponse> ControllerClient::Workers() {
@@ -122,7 +131,7 @@ StatusOr<v1::ListWorkersResponse> ControllerClient::Workers() {
   Prepare(&context);
   v1::ListWorkersResponse response;
   const grpc::Status status = stub_->ListWorkers(&context, v1::ListWorkersRequest(), &response);
-  return Result(status, response, address_);
+  return Result(status, response);
 }
 
 Status ControllerClient::Watch(const std::string& job_id, int64_t after_sequence,
@@ -145,7 +154,7 @@ Status ControllerClient::Watch(const std::string& job_id, int64_t after_sequence
       return Status::Ok();
     }
   }
-  auto result = Result(reader->Finish(), 0, address_);
+  auto result = Result(reader->Finish(), 0);
   return result.status();
 }
 

@@ -45,9 +45,14 @@ class ControllerClient {
   ControllerClient(std::string address, std::chrono::milliseconds connect_timeout,
                    std::shared_ptr<grpc::Channel> channel);
   void Prepare(grpc::ClientContext* context) const;
+  // `response`, or the error of a call that ended with `status`, in words
+  // that say whether the controller was reached.
+  template <typename Response>
+  StatusOr<Response> Result(const grpc::Status& status, Response response) const;
 
   std::string address_;
   std::chrono::milliseconds connect_timeout_;
+  std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Controller::Stub> stub_;
 };
 

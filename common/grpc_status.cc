@@ -13,20 +13,27 @@ constexpr char kBadRequestTypeUrl[] = "type.googleapis.com/google.rpc.BadRequest
 grpc::Status ToGrpcStatus(const Status& status) {
   if (status.ok()) return grpc::Status::OK;
   const auto code = static_cast<grpc::StatusCode>(status.code());
-  if (status.field_violations().empty()) return grpc::Status(code, status.message());
-  v1::BadRequest bad_request;
-  for (const FieldViolation& v : status.field_violations()) {
-    v1::BadRequest::FieldViolation* out = bad_request.add_field_violations();
-    out->set_field(v.field);
-    out->set_description(v.description);
-  }
   v1::RpcStatus details;
   details.set_code(static_cast<int32_t>(code));
   details.set_message(status.message());
-  google::protobuf::Any* any = details.add_details();
-  any->set_type_url(kBadRequestTypeUrl);
-  any->set_value(bad_request.SerializeAsString());
+  if (!status.field_violations().empty()) {
+    v1::BadRequest bad_request;
+    for (const FieldViolation& v : status.field_violations()) {
+      v1::BadRequest::FieldViolation* out = bad_request.add_field_violations();
+      out->set_field(v.field);
+      out->set_description(v.description);
+    }
+    google::protobuf::Any* any = details.add_details();
+    any->set_type_url(kBadRequestTypeUrl);
+    any->set_value(bad_request.SerializeAsString());
+  }
   return grpc::Status(code, status.message(), details.SerializeAsString());
+}
+
+bool IsControllersAnswer(const grpc::Status& status) {
+  v1::RpcStatus details;
+  return !status.error_details().empty() && details.ParseFromString(status.error_details()) &&
+         details.code() == static_cast<int32_t>(status.error_code());
 }
 
 Status FromGrpcStatus(const grpc::Status& status) {

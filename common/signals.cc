@@ -28,4 +28,6 @@ int WaitForTerminationSignal() {
   return signal;
 }
 
+void IgnoreFileSizeLimitSignal() { signal(SIGXFSZ, SIG_IGN); }
+
 }  // namespace accumulus

@@ -8,4 +8,10 @@ void BlockTerminationSignals();
 // Returns the signal received (SIGINT or SIGTERM).
 int WaitForTerminationSignal();
 
+// A write past RLIMIT_FSIZE (`ulimit -f`, a container's file-size limit)
+// fails with EFBIG instead of killing the process with SIGXFSZ, so that a
+// full file is reported as the error it is: the controller's state store
+// retries, a trainer's checkpoint warns and training goes on.
+void IgnoreFileSizeLimitSignal();
+
 }  // namespace accumulus

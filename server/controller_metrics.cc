@@ -62,8 +62,14 @@ ControllerMetrics::ControllerMetrics(metrics::Registry* r)
       events_total(r->AddCounter("accumulus_job_events_total", "Job events recorded and relayed.")
                        ->WithLabels({})),
       store_errors(r->AddCounter("accumulus_store_errors_total",
-                                 "Writes to the state database that failed (not durable).")
+                                 "Commits to the state database that failed (each retry too).")
                        ->WithLabels({})),
+      store_writable(r->AddGauge("accumulus_store_writable",
+                                 "1 while the state database takes writes; 0 while its commits "
+                                 "fail and are retried (meanwhile no worker message is "
+                                 "acknowledged, no event shown, and submit, cancel and resume "
+                                 "are refused).")
+                         ->WithLabels({})),
       requests_refused(r->AddCounter("accumulus_requests_refused_total",
                                      "Client API calls refused: no or an unknown token "
                                      "(unauthenticated), or a role or job not the caller's "

@@ -34,6 +34,7 @@ struct ControllerMetrics {
   metrics::Gauge* watchers;
   metrics::Counter* events_total;
   metrics::Counter* store_errors;
+  metrics::Gauge* store_writable;
   // Client API calls refused (label code: unauthenticated, permission_denied).
   metrics::Family<metrics::Counter>* requests_refused;
   // Every gRPC call the controller finished (labels method, code), and the

@@ -51,7 +51,7 @@ grpc::ServerUnaryReactor* ReplyWhenDurable(grpc::CallbackServerContext* context,
   if (!result.ok()) return Reply(context, result, response);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   *response = *result;
-  jobs->WhenDurable([reactor] { reactor->Finish(grpc::Status::OK); });
+  jobs->WhenDurable([reactor](const Status& durable) { reactor->Finish(ToGrpcStatus(durable)); });
   return reactor;
 }
 

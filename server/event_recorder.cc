@@ -24,7 +24,7 @@ void EventRecorder::Delete(const std::string& job_id) {
   SubmitUnlessBatching();
 }
 
-void EventRecorder::WhenDurable(std::function<void()> done) {
+void EventRecorder::WhenDurable(Durable done) {
   after_durable_.push_back(std::move(done));
   SubmitUnlessBatching();
 }
@@ -52,21 +52,23 @@ void EventRecorder::Submit() {
     shown.push_back(std::move(where));
   }
   events_.clear();
-  writer_->Submit(std::move(changes), std::move(deletions_),
-                  [shown = std::move(shown), done = std::move(after_durable_),
-                   events_total = events_total_](std::vector<StoreWriter::Change>* durable) {
-                    std::set<EventLog*> grown;
-                    for (size_t i = 0; i < durable->size(); ++i) {
-                      std::vector<v1::JobEvent>& events = (*durable)[i].events;
-                      for (size_t j = 0; j < events.size(); ++j) {
-                        shown[i].log->Append(std::move(events[j]), shown[i].closes[j]);
-                        events_total->Increment();
-                      }
-                      grown.insert(shown[i].log.get());
-                    }
-                    for (EventLog* log : grown) log->Notify();
-                    for (const auto& d : done) d();
-                  });
+  writer_->Submit(
+      std::move(changes), std::move(deletions_),
+      [shown = std::move(shown), done = std::move(after_durable_), events_total = events_total_](
+          const Status& outcome, std::vector<StoreWriter::Change>* durable) {
+        // Not durable: never shown (a restart would lose them).
+        std::set<EventLog*> grown;
+        for (size_t i = 0; outcome.ok() && i < durable->size(); ++i) {
+          std::vector<v1::JobEvent>& events = (*durable)[i].events;
+          for (size_t j = 0; j < events.size(); ++j) {
+            shown[i].log->Append(std::move(events[j]), shown[i].closes[j]);
+            events_total->Increment();
+          }
+          grown.insert(shown[i].log.get());
+        }
+        for (EventLog* log : grown) log->Notify();
+        for (const auto& d : done) d(outcome);
+      });
   deletions_.clear();
   after_durable_.clear();
 }

@@ -45,9 +45,13 @@ class EventRecorder {
   void Append(JobRecord* record, v1::JobEvent event, bool closes);
   // Deletes the job and its events from the store.
   void Delete(const std::string& job_id);
+  // What waits for the records before it: called with OK once they are
+  // durable, or UNAVAILABLE (the store's error) when they never will be —
+  // the controller is stopping while its store cannot write.
+  using Durable = std::function<void(const Status& outcome)>;
   // Runs `done` on the writer thread once everything recorded so far is
-  // durable. `done` must not block.
-  void WhenDurable(std::function<void()> done);
+  // durable (or will not be). `done` must not block.
+  void WhenDurable(Durable done);
 
  private:
   void SubmitUnlessBatching() {
@@ -65,7 +69,7 @@ class EventRecorder {
   metrics::Counter* const events_total_;
   std::vector<Pending> events_;
   std::vector<std::string> deletions_;
-  std::vector<std::function<void()>> after_durable_;
+  std::vector<Durable> after_durable_;
   int batch_depth_ = 0;
 };
 

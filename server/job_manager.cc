@@ -60,6 +60,7 @@ StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& input, const std::string
       spdlog::info("job {}: a retry of request {} by {}", earlier->job.id(), request_id, owner);
       return earlier->job;
     }
+    if (Status s = RefuseWhileUnwritable("submitted"); !s.ok()) return s;
     EventRecorder::Batch recording(&recorder_);
     JobRecord& record = jobs_.Submit(*std::move(spec), *std::move(batch), owner, request_id);
     metrics_.Submitted();
@@ -102,6 +103,7 @@ StatusOr<v1::ListJobsResponse> JobManager::ListPage(const v1::ListJobsRequest& r
 
 StatusOr<v1::Job> JobManager::Cancel(const std::string& job_id, const std::string& reason) {
   MutexLock lock(&mutex_);
+  if (Status s = RefuseWhileUnwritable("cancelled"); !s.ok()) return s;
   EventRecorder::Batch recording(&recorder_);
   StatusOr<v1::Job> job = jobs_.Cancel(job_id, reason);
   if (job.ok()) scheduler_.Schedule();  // a job behind a cancelled one may fit now
@@ -110,6 +112,7 @@ StatusOr<v1::Job> JobManager::Cancel(const std::string& job_id, const std::strin
 
 StatusOr<v1::Job> JobManager::Resume(const std::string& job_id) {
   MutexLock lock(&mutex_);
+  if (Status s = RefuseWhileUnwritable("resumed"); !s.ok()) return s;
   EventRecorder::Batch recording(&recorder_);
   StatusOr<v1::Job> job = jobs_.Resume(job_id);
   if (!job.ok()) return job;
@@ -294,7 +297,17 @@ void JobManager::SettleFences(const std::string& worker_id, WorkerRegistry::Work
   }
 }
 
+Status JobManager::RefuseWhileUnwritable(const std::string& what) const {
+  const Status writable = writer_.Writable();
+  if (writable.ok()) return writable;
+  return Status::Unavailable("the controller cannot record changes now (" + writable.message() +
+                             "): nothing was " + what + "; try again once it can");
+}
+
 void JobManager::BeginShutdown() {
+  // Nothing may wait for a disk from now on: what the store cannot write
+  // is left to the workers, who send it again to the next controller.
+  writer_.StopRetrying();
   std::vector<std::shared_ptr<EventLog>> logs;
   {
     MutexLock lock(&mutex_);
@@ -350,7 +363,7 @@ void JobManager::RecordStatus(const std::string& worker_id, const v1::Assignment
 }
 
 void JobManager::RecordMessage(const std::string& worker_id, const v1::WorkerMessage& message,
-                               bool new_status, std::function<void()> when_durable) {
+                               bool new_status, EventRecorder::Durable when_durable) {
   MutexLock lock(&mutex_);
   EventRecorder::Batch recording(&recorder_);
   if (message.has_events()) ingest_.Record(worker_id, message.events(), message.sequence());
@@ -366,7 +379,7 @@ uint64_t JobManager::AcknowledgeableUpTo(const std::string& worker_id, uint64_t 
   return reports_.AcknowledgeableUpTo(worker_id, processed);
 }
 
-void JobManager::WhenDurable(std::function<void()> done) {
+void JobManager::WhenDurable(EventRecorder::Durable done) {
   MutexLock lock(&mutex_);
   recorder_.WhenDurable(std::move(done));
 }

@@ -72,12 +72,13 @@ class JobManager {
         jobs_(&workers_, &reports_, &recorder_, &metrics_, archive, events_in_memory_),
         scheduler_(&jobs_, &workers_, &recorder_, &metrics_),
         ingest_(&jobs_, &reports_, &recorder_, &metrics_),
-        writer_(store, metrics->store_errors) {}
+        writer_(store, metrics->store_errors, metrics->store_writable) {}
 
   // Runs `done` on the store's writer thread once everything recorded before
-  // the call is durable (and its events visible to watchers). `done` must
-  // not block; it may call into the JobManager.
-  void WhenDurable(std::function<void()> done) EXCLUDES(mutex_);
+  // the call is durable (and its events visible to watchers), with OK; or
+  // with UNAVAILABLE when it never will be (EventRecorder::Durable). `done`
+  // must not block; it may call into the JobManager.
+  void WhenDurable(EventRecorder::Durable done) EXCLUDES(mutex_);
   // Waits until everything recorded before the call is durable and visible.
   void Flush() EXCLUDES(mutex_);
 
@@ -155,11 +156,16 @@ class JobManager {
       EXCLUDES(mutex_);
   // One worker message in one batch of the store writer: its events, its
   // status unless `new_status` is false (the link has seen it before), and
-  // then `when_durable`, on the writer thread, once all of it is durable.
+  // then `when_durable`, on the writer thread, once all of it is durable
+  // (EventRecorder::Durable).
   void RecordMessage(const std::string& worker_id, const v1::WorkerMessage& message,
-                     bool new_status, std::function<void()> when_durable) EXCLUDES(mutex_);
+                     bool new_status, EventRecorder::Durable when_durable) EXCLUDES(mutex_);
 
  private:
+  // OK, or UNAVAILABLE while the store cannot write: a change requested now
+  // would wait for the disk, so it is refused before anything is changed
+  // (`what`: "submitted", "cancelled", ...).
+  Status RefuseWhileUnwritable(const std::string& what) const REQUIRES(mutex_);
   // A reconnecting worker's ranks (see WorkerConnected), in order.
   void ClaimRecoveredJobs(const std::string& worker_id, WorkerRegistry::Worker* worker)
       REQUIRES(mutex_);

@@ -143,6 +143,23 @@ Status JobStore::Error(const std::string& what) const {
   return Status::Internal("state database " + path_ + ": " + what + ": " + sqlite3_errmsg(db_));
 }
 
+Status JobStore::CommitError(const std::string& what) const {
+  Status error = Error(what);
+  switch (sqlite3_errcode(db_)) {  // the primary code (extended codes are off)
+    case SQLITE_FULL:              // the disk, a quota, or RLIMIT_FSIZE
+    case SQLITE_IOERR:             // a write or fsync failed
+    case SQLITE_BUSY:              // another connection holds the write lock (a backup)
+    case SQLITE_LOCKED:
+    case SQLITE_READONLY:  // the volume was remounted read-only
+    case SQLITE_CANTOPEN:  // the WAL or journal file cannot be made now
+    case SQLITE_NOMEM:
+    case SQLITE_PROTOCOL:
+      return Status::Unavailable(error.message());
+    default:
+      return error;
+  }
+}
+
 Status JobStore::Record(const v1::Job& job, const std::vector<const v1::JobEvent*>& events) {
   return Commit({{&job, events}}, {});
 }
@@ -194,17 +211,16 @@ Status JobStore::Commit(const std::vector<Change>& changes,
     for (const std::string& id : deletions) ids += (ids.empty() ? "deleting " : ", deleting ") + id;
     return ids;
   };
-  if (!Run(Prepared("BEGIN"))) return Error("recording " + about() + ": BEGIN");
+  if (!Run(Prepared("BEGIN"))) return CommitError("recording " + about() + ": BEGIN");
   bool ok = true;
   for (size_t i = 0; ok && i < changes.size(); ++i) ok = WriteChange(changes[i]);
   for (size_t i = 0; ok && i < deletions.size(); ++i) ok = DeleteJob(deletions[i]);
-  if (!ok) {
-    const Status error = Error("recording " + about());
-    (void)Run(Prepared("ROLLBACK"));
-    return error;
-  }
-  if (!Run(Prepared("COMMIT"))) return Error("recording " + about() + ": COMMIT");
-  return Status::Ok();
+  if (ok && Run(Prepared("COMMIT"))) return Status::Ok();
+  const Status error = CommitError("recording " + about() + (ok ? ": COMMIT" : ""));
+  // A COMMIT that failed may leave its transaction open (SQLITE_BUSY does,
+  // and a full disk may): every later BEGIN would fail with it.
+  if (!sqlite3_get_autocommit(db_)) (void)Run(Prepared("ROLLBACK"));
+  return error;
 }
 
 StatusOr<std::vector<JobStore::StoredJob>> JobStore::Load(size_t keep_events,

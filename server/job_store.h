@@ -45,7 +45,10 @@ class JobStore {
   };
 
   // The changes, then the deletions (each job with its events), in one
-  // transaction: all of it or, on an error naming the jobs, none.
+  // transaction: all of it or, on an error naming the jobs, none. The error
+  // is UNAVAILABLE when the same transaction may succeed later — the disk or
+  // a quota is full, a write failed (I/O), the file is locked or read-only —
+  // and INTERNAL when it never will (the records themselves are refused).
   Status Commit(const std::vector<Change>& changes, const std::vector<std::string>& deletions);
 
   // Commit of one change.
@@ -73,6 +76,8 @@ class JobStore {
   bool WriteChange(const Change& change);
   bool DeleteJob(const std::string& id);
   Status Error(const std::string& what) const;
+  // Error(what), UNAVAILABLE when SQLite's last error may pass (see Commit).
+  Status CommitError(const std::string& what) const;
   // The statement for `sql`, compiled on first use and kept, reset and
   // unbound: Record runs for every batch of events, and compiling its four
   // statements each time was most of SQLite's share of the controller's CPU.

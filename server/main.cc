@@ -89,6 +89,7 @@ int main(int argc, char** argv) {
   // thread that does not block SIGTERM could be handed it, and its default
   // action would kill the process instead of stopping it gracefully.
   accumulus::BlockTerminationSignals();
+  accumulus::IgnoreFileSizeLimitSignal();
   logging.asynchronous = true;  // the job manager logs under its lock
   if (auto s = accumulus::SetUpLogging("controller", logging); !s.ok()) {
     std::cerr << s.message() << "\n";

@@ -197,12 +197,14 @@ class LinkReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1::
     }
     const uint64_t sequence = message.sequence();
     const bool new_status = !service_->Processed(worker_id_, epoch_, sequence);
-    std::function<void()> acknowledge;
+    EventRecorder::Durable acknowledge;
     if (sequence > 0) {
       // On the store's writer thread, once durable; through the handle, since
-      // the link may have ended by then.
+      // the link may have ended by then. Never what is not durable: the
+      // worker keeps it and sends it again to the next controller.
       acknowledge = [service = service_, jobs = jobs_, handle = handle_, worker = worker_id_,
-                     epoch = epoch_, sequence] {
+                     epoch = epoch_, sequence](const Status& durable) {
+        if (!durable.ok()) return;
         v1::ControllerMessage ack;
         ack.mutable_ack()->set_sequence(
             jobs->AcknowledgeableUpTo(worker, service->MarkDurable(worker, epoch, sequence)));

@@ -78,7 +78,10 @@ void ControllerLink::Send(v1::WorkerMessage message) {
       if (static_cast<size_t>(victim - unacked_.begin()) < written_) --written_;
       unacked_.erase(victim);
       if (dropped_++ % 1000 == 0) {
-        spdlog::warn("controller unreachable: dropped {} buffered message(s)", dropped_);
+        spdlog::warn(
+            "dropped {} buffered message(s) the controller has not acknowledged (it is "
+            "unreachable, or cannot record them)",
+            dropped_);
       }
       if (options_.metrics) options_.metrics->messages_dropped->Increment();
     }

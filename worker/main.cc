@@ -110,6 +110,7 @@ int main(int argc, char** argv) {
   }
   // A trainer that dies mid-write must not take the daemon with it.
   signal(SIGPIPE, SIG_IGN);
+  accumulus::IgnoreFileSizeLimitSignal();
   auto daemon = accumulus::worker::WorkerDaemon::Start(options);
   if (!daemon.ok()) {
     spdlog::error("{}", daemon.status().message());

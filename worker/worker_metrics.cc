@@ -23,8 +23,9 @@ WorkerMetrics::WorkerMetrics(metrics::Registry* r)
                                     "Messages for the controller not yet acknowledged.")
                             ->WithLabels({})),
       messages_dropped(r->AddCounter("accumulus_worker_messages_dropped_total",
-                                     "Event batches dropped while the controller was "
-                                     "unreachable (beyond --max-buffered-messages).")
+                                     "Event batches dropped while the controller did not "
+                                     "acknowledge them — unreachable, or unable to record them "
+                                     "(beyond --max-buffered-messages).")
                            ->WithLabels({})),
       controller_connected(r->AddGauge("accumulus_worker_controller_connected",
                                        "1 while registered with the controller, else 0.")

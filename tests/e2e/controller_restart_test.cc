@@ -4,7 +4,9 @@
 // reconnects by itself) sees every step once.
 #include <google/protobuf/util/json_util.h>
 #include <gtest/gtest.h>
+#include <httplib.h>
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <chrono>
 #include <fstream>
@@ -90,6 +92,86 @@ INSTANTIATE_TEST_SUITE_P(Signals, ControllerRestartBy, ::testing::Values(SIGKILL
                          [](const ::testing::TestParamInfo<int>& info) {
                            return std::string(info.param == SIGKILL ? "Kill" : "Term");
                          });
+
+// The controller's state files stop taking writes while a job runs (their
+// size limit set to 0 from outside: every write fails, as on a full disk).
+// The controller retries, says so on /metrics, refuses a submit with the
+// store's error, and acknowledges no worker message it has not recorded: so
+// when it is killed and started again with a store that writes, the worker
+// sends it what it missed, and the job's stream holds every step once.
+TEST(ControllerRestart, AStoreThatStopsWritingLosesNoStepAcrossAKill) {
+  TestCluster cluster;
+  cluster.StartWorker(1);
+  const std::string id = SubmitLongJob(cluster);
+  {
+    std::unique_ptr<Subprocess> watch = cluster.StartCli({"-o", "json", "watch", id});
+    std::string line;
+    while (watch->ReadLine(&line)) {
+      const v1::JobEvent e = Parse<v1::JobEvent>(line);
+      if (e.has_step() && e.step().step() >= 20) break;
+    }
+    watch->Signal(SIGTERM);
+    watch->Wait();
+  }
+  const int64_t steps_stored = GetJob(cluster, id).steps_done();
+  rlimit limit{};
+  ASSERT_EQ(prlimit(cluster.controller_pid(), RLIMIT_FSIZE, nullptr, &limit), 0);
+  limit.rlim_cur = 0;
+  ASSERT_EQ(prlimit(cluster.controller_pid(), RLIMIT_FSIZE, &limit, nullptr), 0);
+
+  httplib::Client http("127.0.0.1", cluster.metrics_port());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  for (bool unwritable = false; !unwritable;) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the store never failed a commit";
+    auto metrics = http.Get("/metrics");
+    ASSERT_TRUE(metrics);
+    unwritable = metrics->body.find("\naccumulus_store_writable 0\n") != std::string::npos;
+    if (!unwritable) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  CliResult refused = cluster.Cli({"submit", cluster.WriteSpec("refused.yaml", R"(
+model: {kind: mlp}
+data: {samples: 16, features: 4}
+micro_batch: 4
+accumulation_steps: 1
+optimizer: {kind: sgd, lr: 0.1}
+epochs: 1
+)")});
+  EXPECT_EQ(refused.exit_code, 1) << refused.stderr_text;
+  EXPECT_NE(refused.stderr_text.find("the controller cannot record changes now (state database " +
+                                     cluster.controller_data_dir() + "/state.db"),
+            std::string::npos)
+      << refused.stderr_text;
+  EXPECT_NE(refused.stderr_text.find("nothing was submitted"), std::string::npos)
+      << refused.stderr_text;
+
+  // The job trains on meanwhile; what it reports is held, not acknowledged.
+  for (v1::Job job = GetJob(cluster, id);
+       job.steps_done() < steps_stored + 30 && job.state() == v1::JOB_STATE_RUNNING;
+       job = GetJob(cluster, id)) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline + std::chrono::minutes(1))
+        << "the job made no progress";
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  cluster.RestartController();  // SIGKILL: what was not durable is gone from the controller
+
+  CliResult watched = cluster.Cli({"-o", "json", "watch", id});
+  EXPECT_EQ(watched.exit_code, 0) << watched.stderr_text;
+  std::vector<int64_t> steps;
+  for (const std::string& l : watched.lines) {
+    const v1::JobEvent e = Parse<v1::JobEvent>(l);
+    if (e.has_step()) steps.push_back(e.step().step());
+  }
+  const v1::Job job = GetJob(cluster, id);
+  EXPECT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.reason();
+  EXPECT_EQ(job.attempt(), 1) << "the job was never restarted";
+  ASSERT_EQ(static_cast<int64_t>(steps.size()), job.steps_total());
+  for (size_t i = 0; i < steps.size(); ++i) {
+    ASSERT_EQ(steps[i], static_cast<int64_t>(i) + 1) << "every step once, in order";
+  }
+  CliResult submitted = cluster.Cli({"submit", cluster.dir() + "/refused.yaml"});
+  EXPECT_EQ(submitted.exit_code, 0)
+      << "a store that writes takes a submit: " << submitted.stderr_text;
+}
 
 // A worker whose buffer for the unreachable controller overflowed says so
 // when it is back, in the job's stream; how the job ended is never dropped.

@@ -1078,7 +1078,8 @@ TEST_F(RecoveryTest, AWorkerMessageCompletesOnlyOnceItsEventsAreDurable) {
   Mutex mutex;
   int64_t stored_steps = -1, visible = -1;
   const std::shared_ptr<EventLog> log = Log(jobs, id);
-  jobs.RecordMessage("w1", message, /*new_status=*/true, [&] {
+  jobs.RecordMessage("w1", message, /*new_status=*/true, [&](const Status& durable) {
+    EXPECT_TRUE(durable.ok()) << durable.ToString();
     auto reader = JobStore::Open(store->path());
     ASSERT_TRUE(reader.ok());
     auto stored = (*reader)->Load();

@@ -72,11 +72,25 @@ TEST(GrpcStatus, FieldViolationsTravelAsABadRequestDetail) {
   EXPECT_EQ(back.field_violations(), status.field_violations());
 }
 
-TEST(GrpcStatus, AStatusWithoutViolationsHasNoDetails) {
+TEST(GrpcStatus, AStatusWithoutViolationsCarriesItsCodeAndMessageAlone) {
   const grpc::Status wire = ToGrpcStatus(Status::NotFound("no job \"job-x\""));
   EXPECT_EQ(wire.error_code(), grpc::StatusCode::NOT_FOUND);
-  EXPECT_TRUE(wire.error_details().empty());
+  v1::RpcStatus details;
+  ASSERT_TRUE(details.ParseFromString(wire.error_details()));
+  EXPECT_EQ(details.code(), 5);
+  EXPECT_EQ(details.message(), "no job \"job-x\"");
+  EXPECT_EQ(details.details_size(), 0);
   EXPECT_TRUE(FromGrpcStatus(wire).field_violations().empty());
+}
+
+// The controller's UNAVAILABLE (it cannot record now) is its answer; gRPC's
+// own (no connection) carries no details.
+TEST(GrpcStatus, TheControllersAnswerIsToldFromGrpcsOwn) {
+  EXPECT_TRUE(IsControllersAnswer(ToGrpcStatus(Status::Unavailable("cannot record changes"))));
+  EXPECT_FALSE(IsControllersAnswer(
+      grpc::Status(grpc::StatusCode::UNAVAILABLE, "failed to connect to all addresses")));
+  EXPECT_FALSE(IsControllersAnswer(
+      grpc::Status(grpc::StatusCode::UNAVAILABLE, "bad", "\xff\xff not a proto")));
 }
 
 TEST(GrpcStatus, DetailsThatAreNotOursAreIgnored) {

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "common/signals.h"
 #include "worker/engine/device_probe.h"
 #include "worker/engine/split_sweep.h"
 #include "worker/engine/thread_setup.h"
@@ -107,6 +108,7 @@ int main(int argc, char** argv) {
   action.sa_handler = RequestStop;
   sigaction(SIGTERM, &action, nullptr);
   sigaction(SIGINT, &action, nullptr);
+  accumulus::IgnoreFileSizeLimitSignal();  // a checkpoint past `ulimit -f` warns, as a full disk
 
   accumulus::v1::TrainerTask task;
   if (!ReadTask(&task)) {

@@ -78,7 +78,8 @@ class ResourceExhaustedError(AccumulusError):
 
 class UnavailableError(AccumulusError):
     """The controller cannot be reached (after the client's retries, for
-    calls it retries), or is shutting down."""
+    calls it retries), is shutting down, or cannot record changes now (its
+    state database fails to write: nothing was changed)."""
 
 
 class DeadlineExceededError(AccumulusError):
