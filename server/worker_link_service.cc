@@ -11,6 +11,7 @@
 #include <mutex>
 #include <vector>
 
+#include "common/grpc_status.h"
 #include "common/mutex.h"
 #include "common/tls.h"
 
@@ -169,6 +170,16 @@ class LinkReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1::
         return false;
       }
       epoch_ = message.register_().link_epoch();
+      std::string peer;
+      {
+        MutexLock lock(&context_mutex_);
+        if (context_ != nullptr) peer = context_->peer();
+      }
+      if (Status s = service_->ClaimWorkerId(worker_id_, epoch_, peer, this); !s.ok()) {
+        spdlog::warn("refused a worker link from {}: {}", peer, s.message());
+        CloseWith(ToGrpcStatus(s), s.message());
+        return false;
+      }
       v1::ControllerMessage ack;
       ack.mutable_registered()->set_worker_id(worker_id_);
       ack.mutable_registered()->set_heartbeat_interval_ms(service_->heartbeat_interval_ms_);
@@ -371,6 +382,27 @@ uint64_t WorkerLinkService::MarkDurable(const std::string& worker_id, uint64_t e
 void WorkerLinkService::Forget(LinkReactor* reactor) {
   MutexLock lock(&mutex_);
   live_.erase(reactor);
+  for (auto it = holders_.begin(); it != holders_.end(); ++it) {
+    if (it->second.reactor == reactor) {
+      holders_.erase(it);
+      break;
+    }
+  }
+}
+
+Status WorkerLinkService::ClaimWorkerId(const std::string& worker_id, uint64_t epoch,
+                                        const std::string& peer, LinkReactor* reactor) {
+  MutexLock lock(&mutex_);
+  auto [holder, added] = holders_.try_emplace(worker_id, IdHolder{reactor, epoch, peer});
+  if (added) return Status::Ok();
+  if (holder->second.epoch != epoch &&
+      !holder->second.reactor->SilentFor(std::chrono::milliseconds(lost_after_ms_))) {
+    return Status::AlreadyExists("worker id \"" + worker_id +
+                                 "\" is taken: another worker daemon is connected under it (" +
+                                 holder->second.peer + "); give each worker its own --worker-id");
+  }
+  holder->second = {reactor, epoch, peer};
+  return Status::Ok();
 }
 
 }  // namespace accumulus::server

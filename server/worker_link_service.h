@@ -17,6 +17,10 @@
 // also holds across a controller restart; a resent status after a restart
 // is applied again, which changes nothing: it restates how an attempt's
 // ranks on that worker are).
+//
+// A worker id belongs to one run of a worker daemon at a time: a second
+// daemon registering under an id whose link is live is refused, instead of
+// taking over the first one's jobs and slots.
 #pragma once
 
 #include <chrono>
@@ -26,6 +30,7 @@
 
 #include "accumulus/v1/worker.grpc.pb.h"
 #include "common/mutex.h"
+#include "common/status.h"
 #include "server/job_manager.h"
 
 namespace accumulus::server {
@@ -56,7 +61,16 @@ class WorkerLinkService final : public v1::WorkerLink::CallbackService {
 
  private:
   friend class LinkReactor;
-  void Forget(LinkReactor* reactor);
+  void Forget(LinkReactor* reactor) EXCLUDES(mutex_);
+
+  // Makes `reactor`, from `peer`, the link of `worker_id` in `epoch` (one
+  // run of a worker daemon). ALREADY_EXISTS while a link of another run
+  // holds the id and has not been silent for lost_after_ms: a second daemon
+  // with the same --worker-id. The same run reconnecting takes the id over
+  // (its old link is dead to it), as does a new run once the old link is
+  // silent (a node that came back while its old connection hung).
+  Status ClaimWorkerId(const std::string& worker_id, uint64_t epoch, const std::string& peer,
+                       LinkReactor* reactor) EXCLUDES(mutex_);
 
   // The highest sequence of the worker's `epoch` processed (0: none).
   uint64_t ProcessedUpTo(const std::string& worker_id, uint64_t epoch) const EXCLUDES(mutex_);
@@ -87,6 +101,13 @@ class WorkerLinkService final : public v1::WorkerLink::CallbackService {
   mutable Mutex mutex_;
   std::set<LinkReactor*> live_ GUARDED_BY(mutex_);  // each removes itself in OnDone
   std::map<std::string, LinkProgress> progress_ GUARDED_BY(mutex_);
+  // Each registered worker id's link (ClaimWorkerId), until it ends.
+  struct IdHolder {
+    LinkReactor* reactor;  // in live_
+    uint64_t epoch;
+    std::string peer;
+  };
+  std::map<std::string, IdHolder> holders_ GUARDED_BY(mutex_);
 };
 
 }  // namespace accumulus::server

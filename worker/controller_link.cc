@@ -273,7 +273,14 @@ bool ControllerLink::RunSession() {
     context_ = nullptr;
   }
   const grpc::Status status = stream->Finish();
-  if (registered) spdlog::warn("link to controller ended: {}", status.error_message());
+  if (registered) {
+    spdlog::warn("link to controller ended: {}", status.error_message());
+  } else if (!status.ok()) {
+    // Refused (a certificate, an id taken) or cut before the answer: what
+    // the operator must read to fix it.
+    spdlog::error("controller {} did not register this worker: {}", options_.controller_address,
+                  status.error_message());
+  }
   return registered;
 }
 

@@ -12,6 +12,7 @@
 #include "accumulus/v1/controller.pb.h"
 #include "tests/support/job_specs.h"
 #include "tests/support/proto_json.h"
+#include "tests/support/read_file.h"
 #include "tests/support/test_cluster.h"
 #include "worker/engine/thread_setup.h"
 #include "worker/engine/thread_split.h"
@@ -146,6 +147,52 @@ TEST_F(ClusterTest, CancelStopsARunningJobAndFreesItsDevice) {
   EXPECT_EQ(again.exit_code, 1);
   EXPECT_NE(again.stderr_text.find("already ended cancelled"), std::string::npos)
       << again.stderr_text;
+}
+
+// A second worker daemon started with the id of one that is connected (two
+// nodes given one --worker-id) is refused, and says why in its log; the
+// first keeps its job, its attempt and its slots.
+TEST_F(ClusterTest, ASecondWorkerDaemonWithATakenIdIsRefusedAndTheFirstKeepsItsJob) {
+  const std::string id = Submit(kLongJob);
+  std::unique_ptr<Subprocess> watch = cluster_.StartCli({"-o", "json", "watch", id});
+  ASSERT_TRUE(
+      ReadUntil(watch.get(), [](const v1::JobEvent& e) { return e.has_step(); }).has_step());
+  const v1::WorkerInfo first = OnlyWorker();
+
+  SpawnOptions options;
+  options.argv = {BinaryDir() + "/accumulus-worker",
+                  "--controller",
+                  cluster_.controller_address(),
+                  "--worker-id",
+                  first.id(),
+                  "--work-dir",
+                  cluster_.dir() + "/twin",
+                  "--cpu-slots",
+                  "2"};
+  const std::vector<std::string> tls = WorkerTlsArgs();
+  options.argv.insert(options.argv.end(), tls.begin(), tls.end());
+  options.log_path = cluster_.dir() + "/twin.log";
+  auto twin = Subprocess::Spawn(options);
+  ASSERT_TRUE(twin.ok()) << twin.status().ToString();
+  const std::string refusal = "did not register this worker: worker id \"" + first.id() +
+                              "\" is taken: another worker daemon is connected under it (";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  while (ReadFile(options.log_path).find(refusal) == std::string::npos) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << ReadFile(options.log_path);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  (*twin)->Signal(SIGTERM);
+  EXPECT_TRUE((*twin)->Wait().success);
+
+  const v1::WorkerInfo after = OnlyWorker();
+  EXPECT_EQ(after.devices_size(), 1) << "the first daemon's registration stands";
+  EXPECT_EQ(after.job_ids_size(), 1);
+  const v1::Job job = GetJob(cluster_, id);
+  EXPECT_EQ(job.state(), v1::JOB_STATE_RUNNING) << job.reason();
+  EXPECT_EQ(job.attempt(), 1);
+  CliResult cancel = cluster_.Cli({"cancel", id});
+  EXPECT_EQ(cancel.exit_code, 0) << cancel.stderr_text;
+  EXPECT_EQ(ReadToEnd(watch.get()).state().state(), v1::JOB_STATE_CANCELLED);
 }
 
 // One micro-batch per window on one device: the trainer says once that the
