@@ -744,6 +744,43 @@ INSTANTIATE_TEST_SUITE_P(
                  {"data.path", "FILE-missing"}}),
     [](const auto& info) { return std::string(info.param.name); });
 
+// A token file truncated while the job reads it (mapped, not copied): the
+// trainer dies by SIGBUS, as any reader of a mapped file would, and the
+// job's failure reason says what most likely happened and how to avoid it.
+TEST_F(BadInput, ADataFileThatShrinksUnderARunningJobFailsItSayingSo) {
+  NeedWorker();
+  const std::string path = *data_dir_ + "/shrinks.bin";
+  {
+    std::string tokens(1 << 18, '\0');
+    for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<char>('a' + i * 7 % 26);
+    std::ofstream(path, std::ios::binary) << tokens;
+  }
+  const std::string id =
+      SubmitJob(*cluster_, "shrinks.yaml",
+                Yaml({{"model", "{kind: charlm, d_model: 16, heads: 2, layers: 1}"},
+                      {"data", "{kind: tokens, path: " + path +
+                                   ", token_layout: blocks, sequence_length: 16}"},
+                      {"max_steps", "1000000"}}));
+  ASSERT_FALSE(id.empty());
+  std::unique_ptr<Subprocess> watch = cluster_->StartCli({"-o", "json", "watch", id});
+  std::string line;
+  while (watch->ReadLine(&line) && !FromJson<v1::JobEvent>(line).has_step()) {
+  }
+  std::filesystem::resize_file(path, 0);
+  while (watch->ReadLine(&line)) {
+  }
+  watch->Wait();
+  const v1::Job job = GetJob(*cluster_, id);
+  EXPECT_EQ(job.state(), v1::JOB_STATE_FAILED) << job.reason();
+  EXPECT_EQ(job.failure_class(), v1::FAILURE_CLASS_TRAINER_CRASHED) << job.reason();
+  EXPECT_GT(job.steps_done(), 0);
+  EXPECT_NE(job.reason().find("killed by signal 7"), std::string::npos) << job.reason();
+  EXPECT_NE(job.reason().find("SIGBUS: a read of a memory-mapped file failed; most likely a data "
+                              "file (data.path, data.labels_path) shrank while the job read it"),
+            std::string::npos)
+      << job.reason();
+}
+
 TEST_F(BadInput, AnOutputThatCannotBeWrittenFailsTheJobBeforeItsFirstStep) {
   NeedWorker();
   const std::string id = SubmitJob(*cluster_, "no-dir.yaml",

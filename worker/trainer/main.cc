@@ -32,6 +32,19 @@ std::atomic<bool> stop_requested{false};
 
 void RequestStop(int) { stop_requested.store(true); }
 
+// A read of a mapped data file past its end — the file shrank, truncated or
+// rewritten in place while the job read it — raises SIGBUS. The log's last
+// line, which the job's failure reason quotes, says so; the handler is
+// reset on entry (SA_RESETHAND), so the read faults again on return and the
+// process ends by SIGBUS as it would have.
+void ExplainBusError(int) {
+  static constexpr char kWhy[] =
+      "accumulus-trainer: SIGBUS: a read of a memory-mapped file failed; most likely a data file "
+      "(data.path, data.labels_path) shrank while the job read it. Replace a data file by "
+      "renaming a new one over it, never by rewriting it in place.\n";
+  (void)!write(STDERR_FILENO, kWhy, sizeof(kWhy) - 1);
+}
+
 int ProbeDevices() {
   for (const auto& d : accumulus::engine::ProbeCudaDevices()) {
     std::printf("cuda %d %lld %s\n", d.index, static_cast<long long>(d.memory_bytes),
@@ -108,6 +121,10 @@ int main(int argc, char** argv) {
   action.sa_handler = RequestStop;
   sigaction(SIGTERM, &action, nullptr);
   sigaction(SIGINT, &action, nullptr);
+  struct sigaction bus_error = {};
+  bus_error.sa_handler = ExplainBusError;
+  bus_error.sa_flags = SA_RESETHAND;
+  sigaction(SIGBUS, &bus_error, nullptr);
   accumulus::IgnoreFileSizeLimitSignal();  // a checkpoint past `ulimit -f` warns, as a full disk
 
   accumulus::v1::TrainerTask task;
