@@ -1,11 +1,14 @@
-// Graceful stop for daemons: block SIGINT and SIGTERM in every thread (call
-// before starting any), then wait for one on the main thread.
+// Graceful stop for daemons: block SIGINT, SIGTERM and SIGHUP in every
+// thread (call before starting any), then wait for one on the main thread.
+// SIGHUP — the terminal closed, as when an ssh session running `accumulus up`
+// drops — stops them as SIGTERM does: nothing here reloads on it, and its
+// default action would kill them mid-write, trainers and all.
 #pragma once
 
 namespace accumulus {
 
 void BlockTerminationSignals();
-// Returns the signal received (SIGINT or SIGTERM).
+// Returns the signal received (SIGINT, SIGTERM or SIGHUP).
 int WaitForTerminationSignal();
 
 // A write past RLIMIT_FSIZE (`ulimit -f`, a container's file-size limit)

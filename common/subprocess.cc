@@ -94,7 +94,7 @@ StatusOr<std::unique_ptr<Subprocess>> Subprocess::Spawn(const SpawnOptions& opti
   sigset_t none, defaults;
   sigemptyset(&none);
   sigemptyset(&defaults);
-  for (int s : {SIGPIPE, SIGXFSZ, SIGINT, SIGTERM}) sigaddset(&defaults, s);
+  for (int s : {SIGPIPE, SIGXFSZ, SIGINT, SIGTERM, SIGHUP}) sigaddset(&defaults, s);
   posix_spawnattr_setsigmask(&attributes, &none);
   posix_spawnattr_setsigdefault(&attributes, &defaults);
   posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/read_file.h"
 #include "tests/support/test_cluster.h"
 
 namespace accumulus::testing {
@@ -43,18 +44,36 @@ std::vector<std::string> ThreadsNotBlocking(pid_t pid, int signal) {
   return offenders;
 }
 
-TEST(DaemonSignals, EveryThreadOfTheControllerAndTheWorkerBlocksSigtermAndSigint) {
+TEST(DaemonSignals, EveryThreadOfTheControllerAndTheWorkerBlocksTheStopSignals) {
   TestCluster cluster;
   const std::string worker = cluster.StartWorker();
   // Registered: the worker's link and supervisor threads are running.
   ASSERT_TRUE(cluster.WaitForWorkers({worker},
                                      std::chrono::steady_clock::now() + std::chrono::seconds(30)));
-  for (const int signal : {SIGTERM, SIGINT}) {
+  for (const int signal : {SIGTERM, SIGINT, SIGHUP}) {
     EXPECT_EQ(ThreadsNotBlocking(cluster.controller_pid(), signal), std::vector<std::string>{})
         << "controller threads that could be handed signal " << signal;
     EXPECT_EQ(ThreadsNotBlocking(cluster.worker_pid(worker), signal), std::vector<std::string>{})
         << "worker threads that could be handed signal " << signal;
   }
+}
+
+// A closed terminal (SIGHUP: an ssh session running `accumulus up` dropped)
+// stops the daemons as SIGTERM does: gracefully, with exit code 0 — a
+// running job's trainer stops at a window boundary and the job stays
+// resumable, instead of every process dying where it stands.
+TEST(DaemonSignals, SighupStopsTheWorkerAndTheControllerGracefully) {
+  TestCluster cluster;
+  const std::string worker = cluster.StartWorker();
+  ASSERT_TRUE(cluster.WaitForWorkers({worker},
+                                     std::chrono::steady_clock::now() + std::chrono::seconds(30)));
+  const Subprocess::ExitInfo worker_exit = cluster.StopWorker(worker, SIGHUP);
+  EXPECT_TRUE(worker_exit.success) << worker_exit.description;
+  const std::string log = ReadFile(cluster.WorkerLog(worker));
+  EXPECT_NE(log.find("signal " + std::to_string(SIGHUP) + ": stopping trainers"), std::string::npos)
+      << log;
+  const Subprocess::ExitInfo controller_exit = cluster.RestartController({}, SIGHUP);
+  EXPECT_TRUE(controller_exit.success) << controller_exit.description;
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // `accumulus up`: a local controller and worker that run a job and stop
-// cleanly on Ctrl-C.
+// cleanly on Ctrl-C (SIGINT), or when the terminal closes (SIGHUP).
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -11,7 +11,9 @@
 namespace accumulus::testing {
 namespace {
 
-TEST(Up, RunsAJobAndStopsEverythingOnInterrupt) {
+class UpStoppedBy : public ::testing::TestWithParam<int> {};
+
+TEST_P(UpStoppedBy, RunsAJobAndStopsEverything) {
   const TempDir temp;
   const std::string& dir = temp.path();
 
@@ -61,7 +63,7 @@ TEST(Up, RunsAJobAndStopsEverythingOnInterrupt) {
   }
   EXPECT_EQ((*job)->Wait().exit_code, 0);
 
-  (*up)->Signal(SIGINT);
+  (*up)->Signal(GetParam());
   EXPECT_EQ((*up)->Wait().exit_code, 0);
 
   // Nothing listens there any more.
@@ -81,6 +83,11 @@ TEST(Up, RunsAJobAndStopsEverythingOnInterrupt) {
   ASSERT_TRUE(after.ok());
   EXPECT_EQ((*after)->Wait().exit_code, 1);
 }
+
+INSTANTIATE_TEST_SUITE_P(Signals, UpStoppedBy, ::testing::Values(SIGINT, SIGHUP),
+                         [](const ::testing::TestParamInfo<int>& info) {
+                           return std::string(info.param == SIGINT ? "Interrupt" : "Hangup");
+                         });
 
 }  // namespace
 }  // namespace accumulus::testing

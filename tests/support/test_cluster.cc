@@ -221,8 +221,8 @@ void TestCluster::KillWorker(const std::string& id) {
   WorkerProcess(id)->Wait();
 }
 
-Subprocess::ExitInfo TestCluster::StopWorker(const std::string& id) {
-  SignalWorker(id, SIGTERM);
+Subprocess::ExitInfo TestCluster::StopWorker(const std::string& id, int signal) {
+  SignalWorker(id, signal);
   return WorkerProcess(id)->Wait();
 }
 

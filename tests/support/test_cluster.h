@@ -68,9 +68,9 @@ class TestCluster {
   std::string WorkerLog(const std::string& id) const { return dir_ + "/" + id + ".log"; }
   // SIGKILLs the worker daemon `id` (its trainers die with it) and reaps it.
   void KillWorker(const std::string& id);
-  // Stops the worker daemon `id` as a node drain does (SIGTERM) and waits
-  // for it to exit.
-  Subprocess::ExitInfo StopWorker(const std::string& id);
+  // Stops the worker daemon `id` as a node drain does (SIGTERM), or with
+  // `signal`, and waits for it to exit.
+  Subprocess::ExitInfo StopWorker(const std::string& id, int signal = SIGTERM);
   // Sends `signal` to the worker daemon `id` alone (not its trainers).
   void SignalWorker(const std::string& id, int signal);
 

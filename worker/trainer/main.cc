@@ -116,11 +116,13 @@ int main(int argc, char** argv) {
   // Die with the daemon: an orphaned rank would hold its device forever.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() == 1) return 1;
-  // SIGTERM asks for a stop at the next window boundary.
+  // SIGTERM asks for a stop at the next window boundary; so do SIGINT and
+  // SIGHUP, which a terminal sends the whole process group (Ctrl-C, closed).
   struct sigaction action = {};
   action.sa_handler = RequestStop;
   sigaction(SIGTERM, &action, nullptr);
   sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGHUP, &action, nullptr);
   struct sigaction bus_error = {};
   bus_error.sa_handler = ExplainBusError;
   bus_error.sa_flags = SA_RESETHAND;
