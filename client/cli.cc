@@ -255,6 +255,7 @@ int RunCli(int argc, char** argv) {
   flags.controller = env_controller ? env_controller : "127.0.0.1:7600";
 
   CLI::App app{"accumulus: gradient-accumulation training jobs as a service"};
+  app.set_version_flag("--version", std::string("accumulus ") + ACCUMULUS_VERSION);
   app.require_subcommand(1);
   app.add_option("--controller", flags.controller,
                  "controller address (default: $ACCUMULUS_CONTROLLER or 127.0.0.1:7600)");

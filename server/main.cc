@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   accumulus::LoggingOptions logging;
   CLI::App app{
       "accumulus-controller: accepts gradient-accumulation jobs and places them on workers"};
+  app.set_version_flag("--version", std::string("accumulus-controller ") + ACCUMULUS_VERSION);
   app.add_option("--listen", options.listen_address, "gRPC listen address (port 0: any free port)")
       ->capture_default_str();
   app.add_option("--tls-cert", options.tls.cert, "the controller's certificate chain (PEM)")

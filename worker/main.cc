@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   options.inventory.trainer_binary = accumulus::SiblingExecutable("accumulus-trainer");
   accumulus::LoggingOptions logging;
   CLI::App app{"accumulus-worker: runs the training jobs the controller assigns to this node"};
+  app.set_version_flag("--version", std::string("accumulus-worker ") + ACCUMULUS_VERSION);
   app.add_option("--controller", options.controller_address, "controller address (host:port)")
       ->envname("ACCUMULUS_CONTROLLER")
       ->capture_default_str();
