@@ -44,8 +44,9 @@ struct ControllerOptions {
   std::string metrics_host = "0.0.0.0";
   int metrics_port = 7601;
   int heartbeat_interval_ms = 5000;
-  // A worker unheard of for this long is lost (0: three heartbeats). Its
-  // ranks' slots stay fenced until this long after its last message.
+  // A worker unheard of for this long is lost (0: three heartbeats). One
+  // whose link broke keeps its ranks' attempts and slots until this long
+  // after its last message, for it to reconnect.
   int lost_worker_ms = 0;
   // The state database (SQLite); empty: state in memory only, lost on exit.
   std::string state_db;

@@ -39,8 +39,8 @@ void EventIngest::Record(const std::string& worker_id, const v1::TrainerEvents& 
 bool EventIngest::IsStale(const JobRecord& record, const std::string& worker_id, int32_t attempt) {
   if (attempt > 0 && attempt != record.job.attempt()) return true;
   const v1::JobState state = record.job.state();
-  return record.slots.count(worker_id) == 0 || record.fences.count(worker_id) > 0 ||
-         IsTerminal(state) || state == v1::JOB_STATE_RESTARTING;
+  return record.slots.count(worker_id) == 0 || IsTerminal(state) ||
+         state == v1::JOB_STATE_RESTARTING;
 }
 
 void EventIngest::RecordStale(JobRecord* record, const v1::TrainerEvents& events) {

@@ -273,7 +273,6 @@ void JobLifecycle::RequeueIfStopped(JobRecord* record) {
 void JobLifecycle::LeaveWorker(JobRecord* record, const std::string& worker_id) {
   workers_->LeaveJob(worker_id, record->job.id());
   record->slots.erase(worker_id);
-  record->fences.erase(worker_id);
   if (record->slots.empty() && record->rendezvous_port != 0) {
     workers_->ReleasePort(record->rendezvous_worker, record->rendezvous_port);
     record->rendezvous_port = 0;
@@ -346,29 +345,11 @@ void JobLifecycle::StaleRankStatus(JobRecord* record, const std::string& worker_
                                 worker_id + " ended " + StateLabel(status.state()) +
                                 (status.reason().empty() ? "" : ": " + status.reason()));
   recorder_->Append(record, std::move(ended), /*closes=*/false);
-  // Its ranks there held the job's slots (a fence): they are free now.
+  // Its ranks there held their slots until they ended: free now.
   if (record->slots.count(worker_id) > 0) {
     LeaveWorker(record, worker_id);
     RequeueIfStopped(record);
   }
-}
-
-bool JobLifecycle::ReleaseExpiredFences(std::chrono::steady_clock::time_point now) {
-  bool released = false;
-  for (auto& [job_id, record] : jobs_) {
-    std::vector<std::string> expired;
-    for (const auto& [worker_id, until] : record.fences) {
-      if (until <= now) expired.push_back(worker_id);
-    }
-    for (const std::string& worker_id : expired) {
-      spdlog::info("job {}: the ranks on lost worker {} are past their lease; their slots are free",
-                   job_id, worker_id);
-      LeaveWorker(&record, worker_id);
-      RequeueIfStopped(&record);
-      released = true;
-    }
-  }
-  return released;
 }
 
 void JobLifecycle::Prune() {

@@ -1,7 +1,7 @@
 // The jobs and the rules that move them between states: attempts (each one's
 // number is the fence its worker, trainers and checkpoint lineage carry),
-// restarts, cancellation, the ranks a job holds on workers and the fences
-// that keep a lost worker's ranks' slots held until they may no longer run,
+// restarts, cancellation, the ranks a job holds on workers (held while
+// their worker is away until they may no longer run: JobManager::WorkerGone),
 // the FIFO queue of waiting jobs and the retention of finished ones.
 //
 // It records every change through the EventRecorder and never schedules:
@@ -92,7 +92,7 @@ class JobLifecycle {
   // ranks holds a slot.
   void RequeueIfStopped(JobRecord* record);
   // The ranks of `record` on `worker_id` ended (reported or lost): frees
-  // their slots and fence, and the rendezvous port once no rank is left.
+  // their slots, and the rendezvous port once no rank is left.
   void LeaveWorker(JobRecord* record, const std::string& worker_id);
   // The ranks of `record` on `worker_id` are gone: the attempt ends.
   void LoseRanks(JobRecord* record, const std::string& worker_id, const std::string& reason);
@@ -101,8 +101,6 @@ class JobLifecycle {
 
   // A rank reported its state (the worker's AssignmentStatus).
   void RankStatus(const std::string& worker_id, const v1::AssignmentStatus& status);
-  // Ends the fences whose time has come; whether any did.
-  bool ReleaseExpiredFences(std::chrono::steady_clock::time_point now);
 
   // How many finished jobs (and their events) to keep; 0: all.
   void set_keep_finished(int64_t keep) { keep_finished_ = keep; }
@@ -112,7 +110,7 @@ class JobLifecycle {
 
  private:
   // A superseded attempt's rank ended: said in the stream (as stale), and
-  // the slots it held as a fence are freed.
+  // the slots it held are freed.
   void StaleRankStatus(JobRecord* record, const std::string& worker_id,
                        const v1::AssignmentStatus& status);
   // Adds the current attempt to the job's history; returns its record.

@@ -155,7 +155,10 @@ Status JobManager::Recover(std::chrono::milliseconds worker_grace) {
     // claim them when they reconnect.
     for (const v1::RankPlacement& p : record.job.placements()) {
       record.slots[p.worker_id()].push_back(p.slot());
-      awaited_workers_.emplace(p.worker_id(), deadline);
+      awaited_workers_.emplace(
+          p.worker_id(),
+          AwaitedWorker{deadline, "worker " + p.worker_id() +
+                                      " did not reconnect after the controller restarted"});
     }
     record.rendezvous_port = record.job.rendezvous_port();
     if (record.job.placements_size() > 0) {
@@ -174,26 +177,24 @@ void JobManager::Expire() {
   // job pruned before it ends.
   jobs_.Prune();
   EventRecorder::Batch recording(&recorder_);
-  const auto now = std::chrono::steady_clock::now();
-  const bool released = jobs_.ReleaseExpiredFences(now);
   metrics_.ExpireFinished();
   // Every 100 ms: the queue is looked at again only when slots were freed.
-  if (LoseAwaitedWorkers(now) || released) scheduler_.Schedule();
+  if (LoseAwaitedWorkers(std::chrono::steady_clock::now())) scheduler_.Schedule();
 }
 
 bool JobManager::LoseAwaitedWorkers(std::chrono::steady_clock::time_point now) {
   bool lost = false;
   for (auto it = awaited_workers_.begin(); it != awaited_workers_.end();) {
-    if (now < it->second) {
+    if (now < it->second.until) {
       ++it;
       continue;
     }
     const std::string worker_id = it->first;
+    const std::string why = std::move(it->second.lost_because);
     it = awaited_workers_.erase(it);
     for (auto& [job_id, record] : jobs_.jobs()) {
       if (IsTerminal(record.job.state()) || record.slots.count(worker_id) == 0) continue;
-      jobs_.LoseRanks(&record, worker_id,
-                      "worker " + worker_id + " did not reconnect after the controller restarted");
+      jobs_.LoseRanks(&record, worker_id, why);
       lost = true;
     }
   }
@@ -209,7 +210,7 @@ uint64_t JobManager::WorkerConnected(const v1::Register& registration, WorkerSen
     const std::set<std::string> still_running(registration.running_job_ids().begin(),
                                               registration.running_job_ids().end());
     WorkerRegistry::Worker* worker = &workers_.Connecting(id);
-    if (awaited_workers_.erase(id) > 0) ClaimRecoveredJobs(id, worker);
+    if (awaited_workers_.erase(id) > 0) ClaimAwaitedRanks(id, worker);
     RecordDroppedMessages(registration);
     // Ranks of a previous session that the worker no longer runs are lost.
     for (const std::string& job_id : std::set<std::string>(worker->jobs)) {
@@ -220,7 +221,7 @@ uint64_t JobManager::WorkerConnected(const v1::Register& registration, WorkerSen
     worker->session = session = workers_.NextSession();
     worker->sender = std::move(sender);
     StopRanksNotPlaced(id, worker, still_running);
-    SettleFences(id, worker, still_running);
+    StopEndedAttempts(id, *worker, still_running);
     // The jobs it still runs keep their slots.
     worker->slot_jobs.assign(static_cast<size_t>(registration.devices_size()), "");
     for (const std::string& job_id : worker->jobs) {
@@ -237,9 +238,7 @@ uint64_t JobManager::WorkerConnected(const v1::Register& registration, WorkerSen
   return session;
 }
 
-void JobManager::ClaimRecoveredJobs(const std::string& worker_id, WorkerRegistry::Worker* worker) {
-  // After a controller restart, the jobs recovered with ranks here are this
-  // worker's previous session.
+void JobManager::ClaimAwaitedRanks(const std::string& worker_id, WorkerRegistry::Worker* worker) {
   for (auto& [job_id, record] : jobs_.jobs()) {
     if (IsTerminal(record.job.state()) || record.slots.count(worker_id) == 0) continue;
     worker->jobs.insert(job_id);
@@ -275,24 +274,15 @@ void JobManager::StopRanksNotPlaced(const std::string& worker_id, WorkerRegistry
   }
 }
 
-void JobManager::SettleFences(const std::string& worker_id, WorkerRegistry::Worker* worker,
-                              const std::set<std::string>& still_running) {
-  // Ranks fenced when its previous session was lost: reported stopped, they
-  // free their slots now; still running, they are stopped and stay fenced
-  // (their slots held) until the worker reports them ended.
-  for (auto& [job_id, record] : jobs_.jobs()) {
-    auto fence = record.fences.find(worker_id);
-    if (fence == record.fences.end()) continue;
-    if (still_running.count(job_id) == 0) {
-      jobs_.LeaveWorker(&record, worker_id);
-      jobs_.RequeueIfStopped(&record);
-      continue;
-    }
-    fence->second = std::chrono::steady_clock::time_point::max();
-    worker->jobs.insert(job_id);
-    if (worker->draining.insert(job_id).second) {
-      workers_.SendCancel(worker_id, job_id,
-                          "worker " + worker_id + " was declared lost; this attempt is over");
+void JobManager::StopEndedAttempts(const std::string& worker_id,
+                                   const WorkerRegistry::Worker& worker,
+                                   const std::set<std::string>& still_running) {
+  for (const std::string& job_id : worker.jobs) {
+    const JobRecord* record = jobs_.Find(job_id);
+    if (record == nullptr || still_running.count(job_id) == 0) continue;
+    const v1::JobState state = record->job.state();
+    if (state == v1::JOB_STATE_CANCELLING || state == v1::JOB_STATE_RESTARTING) {
+      workers_.SendCancel(worker_id, job_id, record->job.reason());
     }
   }
 }
@@ -320,7 +310,8 @@ void JobManager::BeginShutdown() {
 
 void JobManager::WorkerGone(const std::string& worker_id, uint64_t session,
                             const std::string& reason,
-                            std::chrono::steady_clock::time_point fence_until) {
+                            std::chrono::steady_clock::time_point lost_after) {
+  bool awaited = false;
   {
     MutexLock lock(&mutex_);
     if (shutting_down_) return;
@@ -328,25 +319,36 @@ void JobManager::WorkerGone(const std::string& worker_id, uint64_t session,
     if (worker == nullptr || worker->session != session) return;  // replaced
     EventRecorder::Batch recording(&recorder_);
     if (!worker->jobs.empty()) metrics_.WorkerLost();
+    const std::string why = "worker " + worker_id + " lost: " + reason;
+    const bool silent = lost_after <= std::chrono::steady_clock::now();
     // A copy: losing ranks takes the job out of the worker's set.
     for (const std::string& job_id : std::set<std::string>(worker->jobs)) {
       JobRecord* record = jobs_.Find(job_id);
       if (record == nullptr || record->slots.count(worker_id) == 0) continue;
-      // The attempt is over, but its ranks there are not known to have
-      // stopped: their slots stay held (so the job is not placed again)
-      // until their leases have lapsed.
-      const std::string why = "worker " + worker_id + " lost: " + reason;
-      if (fence_until <= std::chrono::steady_clock::now()) {
+      if (silent) {
         jobs_.LoseRanks(record, worker_id, why);
         continue;
       }
-      record->fences[worker_id] = fence_until;
-      jobs_.EndEarly(record, v1::JOB_STATE_FAILED, why, v1::FAILURE_CLASS_WORKER_LOST);
+      awaited = true;  // the ranks stay placed (their slots held) meanwhile
+      v1::JobEvent waiting;
+      waiting.mutable_log()->set_level(v1::LogMessage::LEVEL_WARNING);
+      waiting.mutable_log()->set_text(
+          "worker " + worker_id + "'s link ended (" + reason +
+          "): the attempt goes on if the worker reconnects still running it within the "
+          "lost-worker timeout; otherwise its ranks there are lost");
+      recorder_.Append(record, std::move(waiting), /*closes=*/false);
+    }
+    if (awaited) {
+      awaited_workers_[worker_id] = {
+          lost_after, why + ", and it did not reconnect within the lost-worker timeout"};
     }
     workers_.Remove(worker_id, session);
     scheduler_.Schedule();
   }
-  spdlog::warn("worker {} disconnected: {}", worker_id, reason);
+  spdlog::warn("worker {} disconnected: {}{}", worker_id, reason,
+               awaited ? "; its ranks keep their attempt if it reconnects within the lost-worker "
+                         "timeout"
+                       : "");
 }
 
 void JobManager::RecordEvents(const std::string& worker_id, const v1::TrainerEvents& events,

@@ -3,7 +3,7 @@
 // services.
 //
 // The work is done by parts with one job each: the JobLifecycle (jobs,
-// attempts, fences, the queue, retention), the WorkerRegistry (sessions,
+// attempts, the queue, retention), the WorkerRegistry (sessions,
 // slots, ports), the Scheduler (placement), EventIngest and RankReports (a
 // worker's trainer events: dedup by sequence number, the rank merge, what
 // may be acknowledged), the EventRecorder (numbering; durable, then shown)
@@ -129,19 +129,23 @@ class JobManager {
 
   // A worker (re)connected. Returns a session number for WorkerGone. A worker
   // that reconnects replaces its previous session; jobs with ranks there that
-  // it no longer reports as running fail.
+  // it no longer reports as running fail, and those it still runs go on
+  // (told to stop if their attempt ended meanwhile).
   uint64_t WorkerConnected(const v1::Register& registration, WorkerSender sender) EXCLUDES(mutex_);
-  // The link of `session` ended: the attempts of jobs with ranks there end
-  // (they restart or fail), but those ranks may run on until their leases
-  // lapse, so their slots stay fenced — the job is not placed again — until
-  // `fence_until`, or until the worker reconnects and reports them stopped.
   // The controller is stopping: from now on a worker's link that ends
   // changes nothing (its ranks keep running and the worker reconnects to
   // the next controller, as after a crash), and every watch stream ends
   // once it has sent what is recorded (EventLog::EndStreams).
   void BeginShutdown() EXCLUDES(mutex_);
+  // The link of `session` ended. Its ranks may run on until their leases
+  // lapse, which is before `lost_after` (the last time the worker was heard
+  // from, plus the lost-worker timeout). Until then the worker may
+  // reconnect and keep the jobs it still runs — a link that broke (a
+  // network blip, a proxy's reset) costs no attempt — and the jobs are not
+  // placed again; at `lost_after` (at once if it has passed: a silent
+  // worker) their ranks there are lost, and the attempts restart or fail.
   void WorkerGone(const std::string& worker_id, uint64_t session, const std::string& reason,
-                  std::chrono::steady_clock::time_point fence_until) EXCLUDES(mutex_);
+                  std::chrono::steady_clock::time_point lost_after) EXCLUDES(mutex_);
   // `link_sequence`: the WorkerMessage's number (0: none), for
   // AcknowledgeableUpTo.
   void RecordEvents(const std::string& worker_id, const v1::TrainerEvents& events,
@@ -166,16 +170,19 @@ class JobManager {
   // would wait for the disk, so it is refused before anything is changed
   // (`what`: "submitted", "cancelled", ...).
   Status RefuseWhileUnwritable(const std::string& what) const REQUIRES(mutex_);
-  // A reconnecting worker's ranks (see WorkerConnected), in order.
-  void ClaimRecoveredJobs(const std::string& worker_id, WorkerRegistry::Worker* worker)
+  // The ranks an awaited worker left placed (after a controller restart, or
+  // a link that broke) are its again, now it reconnected.
+  void ClaimAwaitedRanks(const std::string& worker_id, WorkerRegistry::Worker* worker)
       REQUIRES(mutex_);
+  // Ranks it still runs whose attempt ended while it was away (cancelled,
+  // or another rank failed) are told to stop: the news found no link then.
+  void StopEndedAttempts(const std::string& worker_id, const WorkerRegistry::Worker& worker,
+                         const std::set<std::string>& still_running) REQUIRES(mutex_);
   void RecordDroppedMessages(const v1::Register& registration) REQUIRES(mutex_);
   void StopRanksNotPlaced(const std::string& worker_id, WorkerRegistry::Worker* worker,
                           const std::set<std::string>& still_running) REQUIRES(mutex_);
-  void SettleFences(const std::string& worker_id, WorkerRegistry::Worker* worker,
-                    const std::set<std::string>& still_running) REQUIRES(mutex_);
-  // Workers that recovered jobs had ranks on and that did not come back in
-  // time: those ranks are lost. Whether any were.
+  // Awaited workers that did not come back in time: their ranks are lost.
+  // Whether any were.
   bool LoseAwaitedWorkers(std::chrono::steady_clock::time_point now) REQUIRES(mutex_);
 
   JobStore* const store_;
@@ -193,9 +200,14 @@ class JobManager {
   JobLifecycle jobs_ GUARDED_BY(mutex_);
   Scheduler scheduler_ GUARDED_BY(mutex_);
   EventIngest ingest_ GUARDED_BY(mutex_);
-  // After a restart: workers that recovered jobs have ranks on, and until
-  // when they may reconnect to claim them.
-  std::map<std::string, std::chrono::steady_clock::time_point> awaited_workers_ GUARDED_BY(mutex_);
+  // Workers that jobs have ranks on and that are not connected — after a
+  // controller restart, or since their link broke — with until when they
+  // may reconnect to claim them, and what their ranks' loss says then.
+  struct AwaitedWorker {
+    std::chrono::steady_clock::time_point until;
+    std::string lost_because;
+  };
+  std::map<std::string, AwaitedWorker> awaited_workers_ GUARDED_BY(mutex_);
 
   // Last: destroyed first, it commits what is queued while the rest lives.
   StoreWriter writer_;

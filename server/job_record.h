@@ -4,7 +4,6 @@
 // job manager's mutex.
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -26,10 +25,6 @@ struct JobRecord {
   // The rendezvous port taken on rank 0's worker (0: none).
   int rendezvous_port = 0;
   std::string rendezvous_worker;
-  // Workers lost with ranks of the job on them, and until when those ranks
-  // may still run (time_point::max(): until the worker reports them ended).
-  // Their entries in `slots` stay until then: a fence.
-  std::map<std::string, std::chrono::steady_clock::time_point> fences;
   // The sequence number of the job's newest event (numbered as appended;
   // the log shows it once durable).
   int64_t last_sequence = 0;

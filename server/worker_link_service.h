@@ -1,9 +1,11 @@
 // The controller's end of the worker link (accumulus.v1.WorkerLink): one
 // bidirectional stream per connected worker. It echoes each heartbeat (the
 // echo renews the worker's lease) and closes the link of a worker it has not
-// heard from for `lost_after_ms`, which declares the worker lost; its jobs'
-// ranks stay fenced until that long after the last message it sent
-// (JobManager::WorkerGone), by when their leases have made them stop.
+// heard from for `lost_after_ms`, which declares the worker lost. A link
+// that ends sooner (it broke) leaves the worker's ranks their attempt and
+// slots until that long after the last message it sent, for it to
+// reconnect to (JobManager::WorkerGone); by then their leases have made
+// them stop.
 //
 // The link is acknowledged (worker/controller_link.h): once what a numbered
 // message changed is durable (JobManager::RecordMessage runs the ack then)

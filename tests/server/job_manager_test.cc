@@ -292,10 +292,12 @@ TEST_F(JobManagerTest, ALostWorkerFailsItsJobsWithTheReason) {
   EXPECT_TRUE(jobs_.Workers().empty());
 }
 
-// A lost worker's ranks may run until their lease lapses: the job's next
-// attempt is not placed (not even on a free worker) while they are fenced.
-// The worker coming back without the job proves they stopped.
-TEST_F(JobManagerTest, ALostWorkersRanksAreFencedUntilTheyAreKnownToHaveStopped) {
+// A worker whose link broke while it was heard from recently may still run
+// its ranks, and may come back: until the lost-worker timeout has passed
+// since its last message the job keeps its attempt and its slots there —
+// not placed again, not even on a free worker. Back without the job, its
+// ranks are known to have stopped, and the job restarts.
+TEST_F(JobManagerTest, ABrokenLinksRanksKeepTheirSlotsUntilTheWorkerIsBackOrLost) {
   std::vector<v1::ControllerMessage> a, b;
   const uint64_t w1 = jobs_.WorkerConnected(Worker("w1", 1), Inbox(&a));
   v1::JobSpec spec = SmallSpec();
@@ -303,10 +305,9 @@ TEST_F(JobManagerTest, ALostWorkersRanksAreFencedUntilTheyAreKnownToHaveStopped)
   const std::string id = jobs_.Submit(spec, kOwner)->id();
   ASSERT_EQ(a.back().assign().attempt(), 1);
   jobs_.WorkerConnected(Worker("w2", 1), Inbox(&b));
-  jobs_.WorkerGone("w1", w1, "no message for 3000 ms",
-                   std::chrono::steady_clock::time_point::max());
+  jobs_.WorkerGone("w1", w1, "its link ended", std::chrono::steady_clock::time_point::max());
   jobs_.Expire();
-  EXPECT_EQ(State(id), v1::JOB_STATE_RESTARTING);
+  EXPECT_EQ(State(id), v1::JOB_STATE_STARTING) << "attempt 1 goes on while w1 may come back";
   EXPECT_TRUE(b.empty()) << "placed on w2 while attempt 1 may still run on w1";
 
   jobs_.WorkerConnected(Worker("w1", 1), Inbox(&a));  // without the job
@@ -314,6 +315,51 @@ TEST_F(JobManagerTest, ALostWorkersRanksAreFencedUntilTheyAreKnownToHaveStopped)
   const v1::ControllerMessage& placed = a.back().has_assign() ? a.back() : b.back();
   EXPECT_EQ(placed.assign().attempt(), 2);
   EXPECT_EQ(State(id), v1::JOB_STATE_STARTING);
+  EXPECT_NE(jobs_.Get(id)->attempts(0).reason().find("worker w1 reconnected without the job"),
+            std::string::npos)
+      << jobs_.Get(id)->attempts(0).reason();
+}
+
+// A link that broke and came back (a network blip, a proxy's reset) costs
+// the job nothing: the worker reconnects still running it, and the attempt
+// goes on, with no restart spent (there are none to spend here).
+TEST_F(JobManagerTest, AWorkerBackWithItsRanksBeforeTheTimeoutKeepsTheirAttempt) {
+  std::vector<v1::ControllerMessage> a;
+  const uint64_t w1 = jobs_.WorkerConnected(Worker("w1", 1), Inbox(&a));
+  const std::string id = jobs_.Submit(SmallSpec(), kOwner)->id();  // max_restarts 0
+  jobs_.RecordStatus("w1", Ended(id, v1::JOB_STATE_RUNNING, ""));
+  jobs_.WorkerGone("w1", w1, "its link ended", std::chrono::steady_clock::time_point::max());
+  v1::Register back = Worker("w1", 1);
+  back.add_running_job_ids(id);
+  a.clear();
+  jobs_.WorkerConnected(back, Inbox(&a));
+  EXPECT_TRUE(a.empty()) << "no cancel, no new assignment";
+  const v1::Job job = *jobs_.Get(id);
+  EXPECT_EQ(job.state(), v1::JOB_STATE_RUNNING);
+  EXPECT_EQ(job.attempt(), 1);
+  EXPECT_EQ(job.attempts_size(), 0);
+  EXPECT_EQ(jobs_.Workers().at(0).job_ids_size(), 1) << "its slot is the job's again";
+  EXPECT_EQ(jobs_.Workers().at(0).free_slots(), 0);
+}
+
+// A cancel while the worker is away finds no link to tell it: the worker
+// is told when it is back, still running the job.
+TEST_F(JobManagerTest, ACancelWhileTheWorkerIsAwayReachesItWhenItIsBack) {
+  std::vector<v1::ControllerMessage> a;
+  const uint64_t w1 = jobs_.WorkerConnected(Worker("w1", 1), Inbox(&a));
+  const std::string id = jobs_.Submit(SmallSpec(), kOwner)->id();
+  jobs_.RecordStatus("w1", Ended(id, v1::JOB_STATE_RUNNING, ""));
+  jobs_.WorkerGone("w1", w1, "its link ended", std::chrono::steady_clock::time_point::max());
+  ASSERT_TRUE(jobs_.Cancel(id, "not needed").ok());
+  EXPECT_EQ(State(id), v1::JOB_STATE_CANCELLING);
+  v1::Register back = Worker("w1", 1);
+  back.add_running_job_ids(id);
+  jobs_.WorkerConnected(back, Inbox(&a));
+  ASSERT_TRUE(a.back().has_cancel());
+  EXPECT_EQ(a.back().cancel().job_id(), id);
+  EXPECT_EQ(a.back().cancel().reason(), "not needed");
+  jobs_.RecordStatus("w1", Ended(id, v1::JOB_STATE_CANCELLED, "stopped"));
+  EXPECT_EQ(State(id), v1::JOB_STATE_CANCELLED);
 }
 
 // Events of a superseded attempt are recorded, once each and marked stale,

@@ -186,8 +186,6 @@ std::string TestCluster::StartWorker(int cpu_slots, const std::vector<std::strin
   const std::string id = "worker-" + std::to_string(workers_.size() + 1);
   SpawnOptions options;
   options.argv = {BinaryDir() + "/accumulus-worker",
-                  "--controller",
-                  controller_address(),
                   "--worker-id",
                   id,
                   "--work-dir",
@@ -204,6 +202,10 @@ std::string TestCluster::StartWorker(int cpu_slots, const std::vector<std::strin
                   "1"};
   const std::vector<std::string> tls = WorkerTlsArgs();
   options.argv.insert(options.argv.end(), tls.begin(), tls.end());
+  // This controller, unless the test names another address for it (a relay).
+  if (std::find(extra_args.begin(), extra_args.end(), "--controller") == extra_args.end()) {
+    options.argv.insert(options.argv.end(), {"--controller", controller_address()});
+  }
   // One LibTorch thread and one BLAS thread per rank unless the test says:
   // fixed, so runs are bit-reproducible and do not crowd each other.
   if (std::find(extra_args.begin(), extra_args.end(), "--intra-op-threads") == extra_args.end()) {

@@ -63,6 +63,7 @@ class TestCluster {
   ~TestCluster();  // SIGTERM to every process, then waits for them
 
   // Starts a worker daemon with `cpu_slots` slots and returns its id.
+  // `extra_args` may name another --controller (a TcpRelay to it).
   std::string StartWorker(int cpu_slots = 1, const std::vector<std::string>& extra_args = {});
   // The worker's log file (stderr).
   std::string WorkerLog(const std::string& id) const { return dir_ + "/" + id + ".log"; }

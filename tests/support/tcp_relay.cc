@@ -1,0 +1,152 @@
+#include "tests/support/tcp_relay.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <stdexcept>
+
+namespace accumulus::testing {
+namespace {
+
+sockaddr_in Loopback(int port) {
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  return address;
+}
+
+// Closes `fd` with an RST rather than a FIN: the peer's next read fails
+// with ECONNRESET, as when a connection is cut.
+void Reset(int fd) {
+  const linger abort{1, 0};
+  setsockopt(fd, SOL_SOCKET, SO_LINGER, &abort, sizeof(abort));
+  close(fd);
+}
+
+}  // namespace
+
+struct TcpRelay::Connection {
+  int client = -1;
+  int target = -1;
+  int cut[2] = {-1, -1};  // written to end the relay; closed by ~TcpRelay
+  bool cut_sent = false;  // under TcpRelay::mutex_
+  std::atomic<bool> done{false};
+  std::thread thread;
+};
+
+TcpRelay::TcpRelay(int target_port) : target_port_(target_port) {
+  listener_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address = Loopback(0);
+  socklen_t length = sizeof(address);
+  if (listener_ < 0 || bind(listener_, reinterpret_cast<sockaddr*>(&address), length) != 0 ||
+      listen(listener_, 16) != 0 ||
+      getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &length) != 0 ||
+      pipe2(wake_, O_CLOEXEC) != 0) {
+    throw std::runtime_error("TcpRelay: cannot listen on 127.0.0.1");
+  }
+  port_ = ntohs(address.sin_port);
+  acceptor_ = std::thread([this] { Accept(); });
+}
+
+TcpRelay::~TcpRelay() {
+  (void)!write(wake_[1], "x", 1);
+  acceptor_.join();
+  Cut();
+  MutexLock lock(&mutex_);
+  for (auto& c : connections_) {
+    if (c->thread.joinable()) c->thread.join();
+    close(c->cut[0]);
+    close(c->cut[1]);
+  }
+  close(listener_);
+  close(wake_[0]);
+  close(wake_[1]);
+}
+
+void TcpRelay::Accept() {
+  while (true) {
+    pollfd fds[2] = {{listener_, POLLIN, 0}, {wake_[0], POLLIN, 0}};
+    if (poll(fds, 2, -1) < 0) continue;
+    if (fds[1].revents != 0) return;
+    const int client = accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (client < 0) continue;
+    const int target = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    const sockaddr_in address = Loopback(target_port_);
+    if (target < 0 ||
+        connect(target, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0) {
+      Reset(client);
+      if (target >= 0) close(target);
+      continue;
+    }
+    auto connection = std::make_unique<Connection>();
+    connection->client = client;
+    connection->target = target;
+    if (pipe2(connection->cut, O_CLOEXEC) != 0) {
+      Reset(client);
+      Reset(target);
+      continue;
+    }
+    Connection* c = connection.get();
+    MutexLock lock(&mutex_);
+    ++accepted_;
+    connections_.push_back(std::move(connection));
+    c->thread = std::thread([c] { Relay(c); });
+  }
+}
+
+void TcpRelay::Relay(Connection* c) {
+  char buffer[16384];
+  while (true) {
+    pollfd fds[3] = {{c->client, POLLIN, 0}, {c->target, POLLIN, 0}, {c->cut[0], POLLIN, 0}};
+    if (poll(fds, 3, -1) < 0) continue;
+    if (fds[2].revents != 0) break;
+    bool ended = false;
+    for (int from = 0; from < 2 && !ended; ++from) {
+      if (fds[from].revents == 0) continue;
+      const int to = from == 0 ? c->target : c->client;
+      const ssize_t n = read(fds[from].fd, buffer, sizeof(buffer));
+      if (n <= 0) {
+        ended = true;
+        break;
+      }
+      for (ssize_t sent = 0; sent < n;) {
+        const ssize_t m = send(to, buffer + sent, static_cast<size_t>(n - sent), MSG_NOSIGNAL);
+        if (m <= 0) {
+          ended = true;
+          break;
+        }
+        sent += m;
+      }
+    }
+    if (ended) break;
+  }
+  // Either end closed, or Cut: both ends are reset.
+  Reset(c->client);
+  Reset(c->target);
+  c->done = true;
+}
+
+int TcpRelay::Cut() {
+  MutexLock lock(&mutex_);
+  int cut = 0;
+  for (auto& c : connections_) {
+    if (c->done || c->cut_sent) continue;
+    (void)!write(c->cut[1], "x", 1);
+    c->cut_sent = true;
+    ++cut;
+  }
+  return cut;
+}
+
+int TcpRelay::accepted() const {
+  MutexLock lock(&mutex_);
+  return accepted_;
+}
+
+}  // namespace accumulus::testing

@@ -1,0 +1,45 @@
+// A TCP relay on a loopback port to another loopback port, for faults of
+// the network between two processes: Cut() resets every connection it
+// relays — both ends see their peer vanish, as after a network blip or a
+// proxy's restart — and it goes on relaying new ones. Bytes pass through
+// untouched (TLS included).
+#pragma once
+
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "common/mutex.h"
+
+namespace accumulus::testing {
+
+class TcpRelay {
+ public:
+  // Listens on a free port of 127.0.0.1 and relays to 127.0.0.1:`target_port`.
+  explicit TcpRelay(int target_port);
+  ~TcpRelay();
+  TcpRelay(const TcpRelay&) = delete;
+  TcpRelay& operator=(const TcpRelay&) = delete;
+
+  int port() const { return port_; }
+  // Resets every live connection (RST to both ends); returns how many.
+  int Cut() EXCLUDES(mutex_);
+  // Connections accepted so far.
+  int accepted() const EXCLUDES(mutex_);
+
+ private:
+  struct Connection;
+  void Accept();
+  static void Relay(Connection* connection);
+
+  const int target_port_;
+  int listener_ = -1;
+  int port_ = 0;
+  int wake_[2] = {-1, -1};  // written to stop Accept
+  std::thread acceptor_;
+  mutable Mutex mutex_;
+  std::vector<std::unique_ptr<Connection>> connections_ GUARDED_BY(mutex_);
+  int accepted_ GUARDED_BY(mutex_) = 0;
+};
+
+}  // namespace accumulus::testing
