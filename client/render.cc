@@ -218,7 +218,7 @@ std::string JobDetails(const v1::Job& j) {
                 ? ""
                 : " (" + NameOf(a.failure_class()) + ")")
         << ": " << TerminalSafe(a.reason())
-        << (a.failure_class() == v1::FAILURE_CLASS_PREEMPTED ? " (no restart spent)" : "")
+        << (SpendsNoRestart(a.failure_class()) ? " (no restart spent)" : "")
         << (a.resumed_by_request() ? "; resumed by request (restarts afresh)" : "") << "\n";
   }
   if (j.has_last_step()) {

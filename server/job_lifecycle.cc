@@ -233,11 +233,13 @@ void JobLifecycle::EndEarly(JobRecord* record, v1::JobState state, const std::st
   reports_->DropPending(job.id());
   CountFailedAttempt(record, cancelling ? v1::FAILURE_CLASS_CANCELLED : failure_class);
   const bool failed = !cancelling && state == v1::JOB_STATE_FAILED && !permanent;
-  if (failed && failure_class == v1::FAILURE_CLASS_PREEMPTED) {
+  if (failed && SpendsNoRestart(failure_class)) {
     RecordAttempt(&job, reason, failure_class, Now());
     SetState(record, v1::JOB_STATE_RESTARTING,
-             "attempt " + std::to_string(job.attempt()) + " stopped (" + reason +
-                 "); it moves to another worker, spending no restart",
+             "attempt " + std::to_string(job.attempt()) + " stopped (" + reason + "); it " +
+                 (failure_class == v1::FAILURE_CLASS_PREEMPTED ? "moves to another worker"
+                                                               : "restarts") +
+                 ", spending no restart",
              failure_class);
     return;
   }

@@ -301,8 +301,9 @@ void TrainerSupervisor::Run(std::shared_ptr<Job> job) {
       final_reason.clear();
       failure_class = v1::FAILURE_CLASS_UNSPECIFIED;
     } else if (job->fenced) {
+      // The worker's lease lapsed: it lost the controller, not the job.
       final_reason = job->first_failure;
-      failure_class = v1::FAILURE_CLASS_WORKER_LOST;
+      failure_class = v1::FAILURE_CLASS_CONTROLLER_UNREACHABLE;
     } else if (job->cancel_requested) {
       final_state = v1::JOB_STATE_CANCELLED;
       final_reason = outcomes.front().reason;

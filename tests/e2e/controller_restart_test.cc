@@ -173,6 +173,56 @@ epochs: 1
       << "a store that writes takes a submit: " << submitted.stderr_text;
 }
 
+// The controller down longer than the worker's lease (as while it restarts
+// on another node): the worker stops the job's trainer, as it must, since
+// it cannot tell an outage from being cut off while the job moves on. That
+// attempt ended through no doing of the job's: with no restarts to spend,
+// the job restarts once the controller is back, and succeeds.
+TEST(ControllerRestart, AnOutagePastTheWorkersLeaseCostsTheJobNoRestart) {
+  TestCluster cluster;
+  const std::string worker = cluster.StartWorker(1, {"--lease-ms", "600"});
+  // 4000 steps (long enough to outlast the outage), checkpointed: attempt 2
+  // resumes. No restarts to spend.
+  CliResult submitted = cluster.Cli({"-o", "json", "submit", cluster.WriteSpec("outage.yaml", R"(
+model: {kind: mlp, hidden: [32]}
+data: {samples: 1600, features: 8, outputs: 3}
+micro_batch: 4
+accumulation_steps: 4
+optimizer: {kind: sgd, lr: 0.05, momentum: 0.9}
+epochs: 40
+threads: {intra_op: 1, blas: 1}
+checkpoint: {dir: )" + cluster.dir() + R"(/checkpoints, every_steps: 100}
+)")});
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.stderr_text;
+  const std::string id = Parse<v1::Job>(submitted.lines.at(0)).id();
+  {
+    std::unique_ptr<Subprocess> watch = cluster.StartCli({"-o", "json", "watch", id});
+    std::string line;
+    while (watch->ReadLine(&line) && !Parse<v1::JobEvent>(line).has_step()) {
+    }
+    watch->Signal(SIGTERM);
+    watch->Wait();
+  }
+  cluster.RestartController([&] {
+    // Down until the worker's lease has lapsed (its log says so).
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (ReadFile(cluster.WorkerLog(worker)).find("worker lease lapsed") == std::string::npos) {
+      ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the lease never lapsed";
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  });
+  CliResult watched = cluster.Cli({"watch", id});
+  EXPECT_EQ(watched.exit_code, 0) << watched.stderr_text;
+  const v1::Job job = GetJob(cluster, id);
+  EXPECT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.reason();
+  ASSERT_EQ(job.attempts_size(), 1);
+  EXPECT_EQ(job.attempts(0).failure_class(), v1::FAILURE_CLASS_CONTROLLER_UNREACHABLE)
+      << job.attempts(0).reason();
+  EXPECT_NE(job.attempts(0).reason().find("worker lease lapsed"), std::string::npos)
+      << job.attempts(0).reason();
+  EXPECT_EQ(job.attempt(), 2);
+}
+
 // A worker whose buffer for the unreachable controller overflowed says so
 // when it is back, in the job's stream; how the job ended is never dropped.
 TEST(ControllerRestart, AWorkerSaysHowManyMessagesOfAJobItDropped) {

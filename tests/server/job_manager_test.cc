@@ -758,6 +758,31 @@ TEST_F(JobManagerTest, AJobItsWorkerShutDownUnderMovesWithoutSpendingARestart) {
   EXPECT_EQ(State(id), v1::JOB_STATE_FAILED) << "max_restarts 0: a failure is final";
 }
 
+// A worker whose lease lapsed (the controller was down or cut off) stopped
+// the job's trainers: the job restarts at no cost — on the same worker,
+// which is not shutting down — and a real failure after that still spends
+// a restart.
+TEST_F(JobManagerTest, AnAttemptStoppedByALapsedLeaseRestartsWithoutSpendingARestart) {
+  std::vector<v1::ControllerMessage> a;
+  jobs_.WorkerConnected(Worker("w1", 1), Inbox(&a));
+  const std::string id = jobs_.Submit(SmallSpec(), kOwner)->id();  // max_restarts 0
+  v1::AssignmentStatus lapsed =
+      Ended(id, v1::JOB_STATE_FAILED, "worker lease lapsed: no heartbeat echo from the controller");
+  lapsed.set_failure_class(v1::FAILURE_CLASS_CONTROLLER_UNREACHABLE);
+  lapsed.set_attempt(1);
+  jobs_.RecordStatus("w1", lapsed);
+  ASSERT_EQ(State(id), v1::JOB_STATE_STARTING) << "attempt 2 placed at once";
+  ASSERT_TRUE(a.back().has_assign());
+  EXPECT_EQ(a.back().assign().attempt(), 2) << "on w1 again";
+  v1::Job job = *jobs_.Get(id);
+  ASSERT_EQ(job.attempts_size(), 1);
+  EXPECT_EQ(job.attempts(0).failure_class(), v1::FAILURE_CLASS_CONTROLLER_UNREACHABLE);
+  EXPECT_EQ(RestartsUsed(job), 0);
+
+  jobs_.RecordStatus("w1", Ended(id, v1::JOB_STATE_FAILED, "rank 0 on worker w1: killed"));
+  EXPECT_EQ(State(id), v1::JOB_STATE_FAILED) << "max_restarts 0: a failure is final";
+}
+
 TEST_F(JobManagerTest, AResumeGivesTheJobItsRestartsAfresh) {
   std::vector<v1::ControllerMessage> inbox;
   jobs_.WorkerConnected(Worker("w1", 1), Inbox(&inbox));

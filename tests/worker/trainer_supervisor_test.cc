@@ -201,7 +201,7 @@ TEST_F(TrainerSupervisorTest, AFenceKillsAtOnceWithoutTheGrace) {
   const v1::AssignmentStatus status = Terminal();
   EXPECT_EQ(status.state(), v1::JOB_STATE_FAILED) << "(a 10-minute grace would time the wait out)";
   EXPECT_EQ(status.reason(), "the worker's lease lapsed");
-  EXPECT_EQ(status.failure_class(), v1::FAILURE_CLASS_WORKER_LOST);
+  EXPECT_EQ(status.failure_class(), v1::FAILURE_CLASS_CONTROLLER_UNREACHABLE);
 }
 
 }  // namespace
