@@ -35,7 +35,7 @@ struct TcpRelay::Connection {
   int client = -1;
   int target = -1;
   int cut[2] = {-1, -1};  // written to end the relay; closed by ~TcpRelay
-  bool cut_sent = false;  // under TcpRelay::mutex_
+  std::atomic<bool> cut_sent{false};
   std::atomic<bool> done{false};
   std::thread thread;
 };
@@ -136,9 +136,8 @@ int TcpRelay::Cut() {
   MutexLock lock(&mutex_);
   int cut = 0;
   for (auto& c : connections_) {
-    if (c->done || c->cut_sent) continue;
+    if (c->done || c->cut_sent.exchange(true)) continue;
     (void)!write(c->cut[1], "x", 1);
-    c->cut_sent = true;
     ++cut;
   }
   return cut;
