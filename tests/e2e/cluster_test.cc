@@ -176,11 +176,7 @@ TEST_F(ClusterTest, ASecondWorkerDaemonWithATakenIdIsRefusedAndTheFirstKeepsItsJ
   ASSERT_TRUE(twin.ok()) << twin.status().ToString();
   const std::string refusal = "did not register this worker: worker id \"" + first.id() +
                               "\" is taken: another worker daemon is connected under it (";
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
-  while (ReadFile(options.log_path).find(refusal) == std::string::npos) {
-    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << ReadFile(options.log_path);
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  ASSERT_TRUE(WaitForText(options.log_path, refusal)) << ReadFile(options.log_path);
   (*twin)->Signal(SIGTERM);
   EXPECT_TRUE((*twin)->Wait().success);
 

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "accumulus/v1/controller.pb.h"
+#include "tests/support/job_specs.h"
 #include "tests/support/read_file.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/test_cluster.h"
@@ -28,19 +29,26 @@ Message Parse(const std::string& line) {
   return m;
 }
 
-// 1000 steps of a small MLP.
-std::string SubmitLongJob(const TestCluster& cluster) {
-  CliResult submitted = cluster.Cli({"-o", "json", "submit", cluster.WriteSpec("long.yaml", R"(
-model: {kind: mlp, hidden: [32]}
-data: {samples: 1600, features: 8, outputs: 3}
-micro_batch: 4
-accumulation_steps: 4
-optimizer: {kind: sgd, lr: 0.05, momentum: 0.9}
-epochs: 10
-threads: {intra_op: 1, blas: 1}
-)")});
+// 1000 steps of a small MLP (or `epochs` × 100, with `extra` lines).
+std::string SubmitLongJob(const TestCluster& cluster, int epochs = 10,
+                          const std::string& extra = "") {
+  CliResult submitted = cluster.Cli(
+      {"-o", "json", "submit", cluster.WriteSpec("long.yaml", LongMlpJob(epochs, extra))});
   EXPECT_EQ(submitted.exit_code, 0) << submitted.stderr_text;
   return submitted.lines.empty() ? "" : Parse<v1::Job>(submitted.lines.at(0)).id();
+}
+
+// Watches the job until it reports step `step` (or later), then stops
+// watching.
+void WatchUntilStep(const TestCluster& cluster, const std::string& id, int64_t step) {
+  std::unique_ptr<Subprocess> watch = cluster.StartCli({"-o", "json", "watch", id});
+  std::string line;
+  while (watch->ReadLine(&line)) {
+    const v1::JobEvent e = Parse<v1::JobEvent>(line);
+    if (e.has_step() && e.step().step() >= step) break;
+  }
+  watch->Signal(SIGTERM);
+  watch->Wait();
 }
 
 class ControllerRestartBy : public ::testing::TestWithParam<int> {};
@@ -103,16 +111,7 @@ TEST(ControllerRestart, AStoreThatStopsWritingLosesNoStepAcrossAKill) {
   TestCluster cluster;
   cluster.StartWorker(1);
   const std::string id = SubmitLongJob(cluster);
-  {
-    std::unique_ptr<Subprocess> watch = cluster.StartCli({"-o", "json", "watch", id});
-    std::string line;
-    while (watch->ReadLine(&line)) {
-      const v1::JobEvent e = Parse<v1::JobEvent>(line);
-      if (e.has_step() && e.step().step() >= 20) break;
-    }
-    watch->Signal(SIGTERM);
-    watch->Wait();
-  }
+  WatchUntilStep(cluster, id, 20);
   const int64_t steps_stored = GetJob(cluster, id).steps_done();
   rlimit limit{};
   ASSERT_EQ(prlimit(cluster.controller_pid(), RLIMIT_FSIZE, nullptr, &limit), 0);
@@ -183,33 +182,14 @@ TEST(ControllerRestart, AnOutagePastTheWorkersLeaseCostsTheJobNoRestart) {
   const std::string worker = cluster.StartWorker(1, {"--lease-ms", "600"});
   // 4000 steps (long enough to outlast the outage), checkpointed: attempt 2
   // resumes. No restarts to spend.
-  CliResult submitted = cluster.Cli({"-o", "json", "submit", cluster.WriteSpec("outage.yaml", R"(
-model: {kind: mlp, hidden: [32]}
-data: {samples: 1600, features: 8, outputs: 3}
-micro_batch: 4
-accumulation_steps: 4
-optimizer: {kind: sgd, lr: 0.05, momentum: 0.9}
-epochs: 40
-threads: {intra_op: 1, blas: 1}
-checkpoint: {dir: )" + cluster.dir() + R"(/checkpoints, every_steps: 100}
-)")});
-  ASSERT_EQ(submitted.exit_code, 0) << submitted.stderr_text;
-  const std::string id = Parse<v1::Job>(submitted.lines.at(0)).id();
-  {
-    std::unique_ptr<Subprocess> watch = cluster.StartCli({"-o", "json", "watch", id});
-    std::string line;
-    while (watch->ReadLine(&line) && !Parse<v1::JobEvent>(line).has_step()) {
-    }
-    watch->Signal(SIGTERM);
-    watch->Wait();
-  }
+  const std::string id = SubmitLongJob(
+      cluster, 40, "checkpoint: {dir: " + cluster.dir() + "/checkpoints, every_steps: 100}\n");
+  ASSERT_FALSE(id.empty());
+  WatchUntilStep(cluster, id, 1);
   cluster.RestartController([&] {
     // Down until the worker's lease has lapsed (its log says so).
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (ReadFile(cluster.WorkerLog(worker)).find("worker lease lapsed") == std::string::npos) {
-      ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the lease never lapsed";
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+    ASSERT_TRUE(WaitForText(cluster.WorkerLog(worker), "worker lease lapsed"))
+        << "the lease never lapsed";
   });
   CliResult watched = cluster.Cli({"watch", id});
   EXPECT_EQ(watched.exit_code, 0) << watched.stderr_text;
@@ -231,21 +211,10 @@ TEST(ControllerRestart, AWorkerSaysHowManyMessagesOfAJobItDropped) {
   const std::string worker =
       cluster.StartWorker(1, {"--max-buffered-messages", "20", "--max-event-delay-ms", "0"});
   const std::string id = SubmitLongJob(cluster);
-  {
-    std::unique_ptr<Subprocess> watch = cluster.StartCli({"-o", "json", "watch", id});
-    std::string line;
-    while (watch->ReadLine(&line) && !Parse<v1::JobEvent>(line).has_step()) {
-    }
-    watch->Signal(SIGTERM);
-    watch->Wait();
-  }
+  WatchUntilStep(cluster, id, 1);
   cluster.RestartController([&] {
     // Down until the worker has had to drop messages (its log says so).
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (ReadFile(cluster.WorkerLog(worker)).find("dropped") == std::string::npos) {
-      ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the worker never dropped";
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+    ASSERT_TRUE(WaitForText(cluster.WorkerLog(worker), "dropped")) << "the worker never dropped";
   });
   CliResult watched = cluster.Cli({"-o", "json", "watch", id});
   EXPECT_EQ(watched.exit_code, 0) << watched.stderr_text;

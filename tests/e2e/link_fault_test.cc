@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "accumulus/v1/controller.pb.h"
+#include "tests/support/job_specs.h"
 #include "tests/support/proto_json.h"
 #include "tests/support/read_file.h"
 #include "tests/support/tcp_relay.h"
@@ -25,15 +26,7 @@ TEST(LinkFault, AWorkerLinkThatIsResetCostsTheJobNothing) {
   TcpRelay relay(std::stoi(address.substr(address.rfind(':') + 1)));
   const std::string worker =
       cluster.StartWorker(1, {"--controller", "127.0.0.1:" + std::to_string(relay.port())});
-  const std::string id = SubmitJob(cluster, "long.yaml", R"(
-model: {kind: mlp, hidden: [32]}
-data: {samples: 1600, features: 8, outputs: 3}
-micro_batch: 4
-accumulation_steps: 4
-optimizer: {kind: sgd, lr: 0.05, momentum: 0.9}
-epochs: 10
-threads: {intra_op: 1, blas: 1}
-)");
+  const std::string id = SubmitJob(cluster, "long.yaml", LongMlpJob(10));
   ASSERT_FALSE(id.empty());
 
   std::unique_ptr<Subprocess> watch = cluster.StartCli({"-o", "json", "watch", id});

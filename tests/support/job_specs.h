@@ -32,4 +32,17 @@ threads: {intra_op: 1, blas: 1}
 )" + extra;
 }
 
+// A job of 100 steps an epoch on one thread: a small MLP, 1600 samples in
+// windows of 16 (4 × 4). `extra` holds whole lines that follow.
+inline std::string LongMlpJob(int epochs, const std::string& extra = "") {
+  return R"(model: {kind: mlp, hidden: [32]}
+data: {samples: 1600, features: 8, outputs: 3}
+micro_batch: 4
+accumulation_steps: 4
+optimizer: {kind: sgd, lr: 0.05, momentum: 0.9}
+threads: {intra_op: 1, blas: 1}
+epochs: )" +
+         std::to_string(epochs) + "\n" + extra;
+}
+
 }  // namespace accumulus::testing
