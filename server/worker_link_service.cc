@@ -119,7 +119,7 @@ class LinkReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1::
       context_ = nullptr;
     }
     handle_->Detach();
-    service_->Forget(this);
+    service_->Forget(this, worker_id_);
     if (session_ != 0) {
       // Its ranks may run until their leases lapse, which is before the
       // lost-worker timeout has passed since the last message it sent.
@@ -379,15 +379,11 @@ uint64_t WorkerLinkService::MarkDurable(const std::string& worker_id, uint64_t e
   return progress.durable;
 }
 
-void WorkerLinkService::Forget(LinkReactor* reactor) {
+void WorkerLinkService::Forget(LinkReactor* reactor, const std::string& worker_id) {
   MutexLock lock(&mutex_);
   live_.erase(reactor);
-  for (auto it = holders_.begin(); it != holders_.end(); ++it) {
-    if (it->second.reactor == reactor) {
-      holders_.erase(it);
-      break;
-    }
-  }
+  auto holder = holders_.find(worker_id);
+  if (holder != holders_.end() && holder->second.reactor == reactor) holders_.erase(holder);
 }
 
 Status WorkerLinkService::ClaimWorkerId(const std::string& worker_id, uint64_t epoch,

@@ -63,7 +63,8 @@ class WorkerLinkService final : public v1::WorkerLink::CallbackService {
 
  private:
   friend class LinkReactor;
-  void Forget(LinkReactor* reactor) EXCLUDES(mutex_);
+  // `reactor` ended; `worker_id`: the id it registered (or tried to), "" if none.
+  void Forget(LinkReactor* reactor, const std::string& worker_id) EXCLUDES(mutex_);
 
   // Makes `reactor`, from `peer`, the link of `worker_id` in `epoch` (one
   // run of a worker daemon). ALREADY_EXISTS while a link of another run
