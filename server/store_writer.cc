@@ -141,7 +141,10 @@ Status StoreWriter::Commit(const std::vector<Batch>& batches) {
 }
 
 void StoreWriter::Note(const Status& outcome, size_t batches) {
-  MutexLock lock(&mutex_);
+  {
+    MutexLock lock(&mutex_);
+    failing_ = outcome;
+  }
   const auto now = std::chrono::steady_clock::now();
   if (outcome.ok()) {
     if (failed_commits_ > 0) {
@@ -151,7 +154,6 @@ void StoreWriter::Note(const Status& outcome, size_t batches) {
           store_->path(), failed_commits_,
           std::chrono::duration<double>(now - failing_since_).count(), batches);
     }
-    failing_ = Status::Ok();
     failed_commits_ = 0;
     store_writable_->Set(1);
     return;
@@ -159,7 +161,6 @@ void StoreWriter::Note(const Status& outcome, size_t batches) {
   store_errors_->Increment();
   store_writable_->Set(0);
   if (failed_commits_++ == 0) failing_since_ = now;
-  failing_ = outcome;
   if (WorthALogLine(failed_commits_)) {
     spdlog::error(
         "{} (commit {} in a row that failed; retrying: until one succeeds no worker message is "

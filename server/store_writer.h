@@ -89,7 +89,7 @@ class StoreWriter {
   bool Take(std::vector<Batch>* pending, std::chrono::steady_clock::time_point retry_at,
             bool* retry) EXCLUDES(mutex_);
   // Notes the outcome of a commit of `batches` batches for Writable, the
-  // gauge and the log.
+  // gauge and the log (outside the lock). On the writer thread.
   void Note(const Status& outcome, size_t batches) EXCLUDES(mutex_);
 
   JobStore* const store_;
@@ -105,8 +105,9 @@ class StoreWriter {
   bool retrying_ GUARDED_BY(mutex_) = true;
   // The error of the commits being retried; OK while the store writes.
   Status failing_ GUARDED_BY(mutex_);
-  int64_t failed_commits_ GUARDED_BY(mutex_) = 0;  // in a row
-  std::chrono::steady_clock::time_point failing_since_ GUARDED_BY(mutex_);
+  // The writer thread's alone (Note): failed commits in a row, since when.
+  int64_t failed_commits_ = 0;
+  std::chrono::steady_clock::time_point failing_since_;
   std::thread thread_;  // last: it starts once the rest is ready
 };
 
