@@ -80,6 +80,7 @@ StatusOr<std::unique_ptr<Controller>> Controller::Start(const ControllerOptions&
   }
   std::unique_ptr<Controller> c(new Controller());
   c->metrics_ = std::make_unique<ControllerMetrics>(&c->registry_);
+  c->clock_ = std::make_unique<AwakeClock>(AwakeClock::kMaxGap, c->metrics_->stalled_seconds);
   grpc::EnableDefaultHealthCheckService(true);
   if (!options.health_listen_address.empty()) {
     // Its own server, so that nothing but the health service is plaintext;
@@ -131,7 +132,8 @@ StatusOr<std::unique_ptr<Controller>> Controller::Start(const ControllerOptions&
     if (!archive.ok()) return archive.status();
     c->archive_ = std::move(*archive);
   }
-  c->jobs_ = std::make_unique<JobManager>(c->metrics_.get(), c->store_.get(), c->archive_.get(),
+  c->jobs_ = std::make_unique<JobManager>(c->metrics_.get(), c->clock_.get(), c->store_.get(),
+                                          c->archive_.get(),
                                           static_cast<size_t>(options.events_in_memory));
   c->jobs_->set_finished_job_metrics_retention(options.finished_job_metrics_retention);
   c->jobs_->set_keep_finished(options.keep_finished_jobs);
@@ -142,7 +144,7 @@ StatusOr<std::unique_ptr<Controller>> Controller::Start(const ControllerOptions&
   c->controller_service_ =
       std::make_unique<ControllerService>(c->jobs_.get(), c->access_.get(), c->metrics_.get());
   c->worker_link_service_ = std::make_unique<WorkerLinkService>(
-      c->jobs_.get(), options.heartbeat_interval_ms,
+      c->jobs_.get(), c->clock_.get(), options.heartbeat_interval_ms,
       options.lost_worker_ms > 0 ? options.lost_worker_ms : 3 * options.heartbeat_interval_ms,
       /*require_client_certificate=*/!options.tls.insecure);
 

@@ -18,6 +18,7 @@
 #include "common/status.h"
 #include "common/tls.h"
 #include "server/access_policy.h"
+#include "server/awake_clock.h"
 #include "server/controller_metrics.h"
 #include "server/controller_service.h"
 #include "server/event_archive.h"
@@ -90,6 +91,8 @@ class Controller {
   std::unique_ptr<StateLock> state_lock_;
   metrics::Registry registry_;
   std::unique_ptr<ControllerMetrics> metrics_;
+  // Measures workers' silence; outlives the job manager and the links.
+  std::unique_ptr<AwakeClock> clock_;
   // Before the job manager: its writer commits to the store until it goes.
   std::unique_ptr<JobStore> store_;
   std::unique_ptr<EventArchive> archive_;  // the store's events, for replays

@@ -28,6 +28,11 @@ ControllerMetrics::ControllerMetrics(metrics::Registry* r)
     : build_info(r->AddGauge("accumulus_build_info",
                              "The controller's version (the value is always 1).", {"version"})
                      ->WithLabels({ACCUMULUS_VERSION})),
+      stalled_seconds(
+          r->AddCounter("accumulus_controller_stalled_seconds_total",
+                        "Time the controller process did not run (stopped, frozen or starved of "
+                        "CPU for over 250 ms at a time); a worker's silence does not count it.")
+              ->WithLabels({})),
       jobs(r->AddGauge("accumulus_jobs", "Jobs known to the controller, by state.", {"state"})),
       jobs_submitted(
           r->AddCounter("accumulus_jobs_submitted_total", "Jobs accepted.")->WithLabels({})),

@@ -13,6 +13,8 @@ struct ControllerMetrics {
 
   // The controller.
   metrics::Gauge* build_info;
+  // Time the process did not run (AwakeClock).
+  metrics::Counter* stalled_seconds;
   // Labels: state (every JobState, zero included).
   metrics::Family<metrics::Gauge>* jobs;
   metrics::Counter* jobs_submitted;

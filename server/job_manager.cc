@@ -146,7 +146,7 @@ Status JobManager::Recover(std::chrono::milliseconds worker_grace) {
   const size_t count = stored->size();
   MutexLock lock(&mutex_);
   reports_ = std::move(received);  // before any worker connects: nothing is pending
-  const auto deadline = std::chrono::steady_clock::now() + worker_grace;
+  const AwakeClock::time_point deadline = clock_->Now() + worker_grace;
   for (JobStore::StoredJob& s : *stored) {
     JobRecord& record = jobs_.Restore(std::move(s));
     const v1::JobState state = record.job.state();
@@ -179,10 +179,10 @@ void JobManager::Expire() {
   EventRecorder::Batch recording(&recorder_);
   metrics_.ExpireFinished();
   // Every 100 ms: the queue is looked at again only when slots were freed.
-  if (LoseAwaitedWorkers(std::chrono::steady_clock::now())) scheduler_.Schedule();
+  if (LoseAwaitedWorkers(clock_->Now())) scheduler_.Schedule();
 }
 
-bool JobManager::LoseAwaitedWorkers(std::chrono::steady_clock::time_point now) {
+bool JobManager::LoseAwaitedWorkers(AwakeClock::time_point now) {
   bool lost = false;
   for (auto it = awaited_workers_.begin(); it != awaited_workers_.end();) {
     if (now < it->second.until) {
@@ -309,8 +309,7 @@ void JobManager::BeginShutdown() {
 }
 
 void JobManager::WorkerGone(const std::string& worker_id, uint64_t session,
-                            const std::string& reason,
-                            std::chrono::steady_clock::time_point lost_after) {
+                            const std::string& reason, AwakeClock::time_point lost_after) {
   bool awaited = false;
   {
     MutexLock lock(&mutex_);
@@ -320,7 +319,7 @@ void JobManager::WorkerGone(const std::string& worker_id, uint64_t session,
     EventRecorder::Batch recording(&recorder_);
     if (!worker->jobs.empty()) metrics_.WorkerLost();
     const std::string why = "worker " + worker_id + " lost: " + reason;
-    const bool silent = lost_after <= std::chrono::steady_clock::now();
+    const bool silent = lost_after <= clock_->Now();
     // A copy: losing ranks takes the job out of the worker's set.
     for (const std::string& job_id : std::set<std::string>(worker->jobs)) {
       JobRecord* record = jobs_.Find(job_id);

@@ -35,6 +35,7 @@
 #include "accumulus/v1/worker.pb.h"
 #include "common/mutex.h"
 #include "common/status.h"
+#include "server/awake_clock.h"
 #include "server/controller_metrics.h"
 #include "server/event_ingest.h"
 #include "server/event_log.h"
@@ -63,9 +64,11 @@ class JobManager {
   // on a connection of its own; may be null) lets each job keep only its
   // newest `events_in_memory` events in memory, older ones read from the
   // store when a watcher replays them; without one, every event stays.
-  explicit JobManager(ControllerMetrics* metrics, JobStore* store = nullptr,
-                      EventArchive* archive = nullptr, size_t events_in_memory = kEventsInMemory)
-      : store_(store),
+  // `clock` measures how long workers may stay away (WorkerGone, Recover).
+  JobManager(ControllerMetrics* metrics, AwakeClock* clock, JobStore* store = nullptr,
+             EventArchive* archive = nullptr, size_t events_in_memory = kEventsInMemory)
+      : clock_(clock),
+        store_(store),
         events_in_memory_(archive != nullptr ? events_in_memory : 0),
         metrics_(metrics),
         recorder_(&writer_, metrics->events_total),
@@ -145,7 +148,7 @@ class JobManager {
   // placed again; at `lost_after` (at once if it has passed: a silent
   // worker) their ranks there are lost, and the attempts restart or fail.
   void WorkerGone(const std::string& worker_id, uint64_t session, const std::string& reason,
-                  std::chrono::steady_clock::time_point lost_after) EXCLUDES(mutex_);
+                  AwakeClock::time_point lost_after) EXCLUDES(mutex_);
   // `link_sequence`: the WorkerMessage's number (0: none), for
   // AcknowledgeableUpTo.
   void RecordEvents(const std::string& worker_id, const v1::TrainerEvents& events,
@@ -183,8 +186,9 @@ class JobManager {
                           const std::set<std::string>& still_running) REQUIRES(mutex_);
   // Awaited workers that did not come back in time: their ranks are lost.
   // Whether any were.
-  bool LoseAwaitedWorkers(std::chrono::steady_clock::time_point now) REQUIRES(mutex_);
+  bool LoseAwaitedWorkers(AwakeClock::time_point now) REQUIRES(mutex_);
 
+  AwakeClock* const clock_;
   JobStore* const store_;
   // What a recovered job's log keeps (0: every event).
   const size_t events_in_memory_;
@@ -204,7 +208,7 @@ class JobManager {
   // controller restart, or since their link broke — with until when they
   // may reconnect to claim them, and what their ranks' loss says then.
   struct AwaitedWorker {
-    std::chrono::steady_clock::time_point until;
+    AwakeClock::time_point until;
     std::string lost_because;
   };
   std::map<std::string, AwaitedWorker> awaited_workers_ GUARDED_BY(mutex_);

@@ -25,12 +25,6 @@ class RefusedLink final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1::
   void OnDone() override { delete this; }
 };
 
-int64_t SteadyMicros() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 }  // namespace
 
 // One worker's stream. Reads are handled in order on gRPC's threads (they
@@ -43,7 +37,7 @@ class LinkReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1::
         jobs_(service->jobs_),
         context_(context),
         handle_(new SendHandle(this)),
-        last_heard_us_(SteadyMicros()) {
+        last_heard_(Now().time_since_epoch().count()) {
     {
       MutexLock lock(&service_->mutex_);
       service_->live_.insert(this);
@@ -63,14 +57,13 @@ class LinkReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1::
       CloseWith(grpc::Status::OK, "its link ended (closed by the worker, or the connection broke)");
       return;
     }
-    last_heard_us_.store(SteadyMicros());
+    last_heard_.store(Now().time_since_epoch().count());
     if (!Dispatch(incoming_)) return;
     StartRead(&incoming_);
   }
 
   bool SilentFor(std::chrono::milliseconds lost_after) const {
-    return SteadyMicros() - last_heard_us_.load() >=
-           std::chrono::duration_cast<std::chrono::microseconds>(lost_after).count();
+    return Now() - LastHeard() >= lost_after;
   }
 
   // The controller is stopping: the link closes, the worker reconnects.
@@ -81,7 +74,8 @@ class LinkReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1::
 
   // The worker is lost: the link closes (the pending read ends, then OnDone).
   void CloseSilent() {
-    const int64_t silent_ms = (SteadyMicros() - last_heard_us_.load()) / 1000;
+    const auto silent_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(Now() - LastHeard()).count();
     CloseWith(grpc::Status(grpc::StatusCode::UNAVAILABLE, "no heartbeat"),
               "no message for " + std::to_string(silent_ms) + " ms");
     Cancel();
@@ -123,15 +117,13 @@ class LinkReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1::
     if (session_ != 0) {
       // Its ranks may run until their leases lapse, which is before the
       // lost-worker timeout has passed since the last message it sent.
-      const auto last_heard =
-          std::chrono::steady_clock::time_point(std::chrono::microseconds(last_heard_us_.load()));
       std::string reason;
       {
         MutexLock lock(&mutex_);
         reason = close_reason_;
       }
       jobs_->WorkerGone(worker_id_, session_, reason,
-                        last_heard + std::chrono::milliseconds(service_->lost_after_ms_));
+                        LastHeard() + std::chrono::milliseconds(service_->lost_after_ms_));
     }
     Unref();
   }
@@ -154,6 +146,13 @@ class LinkReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1::
     Mutex mutex_;
     LinkReactor* reactor_ GUARDED_BY(mutex_);
   };
+
+  // In awake time (AwakeClock): a controller that did not run heard nothing,
+  // and that silence is not the worker's.
+  AwakeClock::time_point Now() const { return service_->clock_->Now(); }
+  AwakeClock::time_point LastHeard() const {
+    return AwakeClock::time_point(AwakeClock::duration(last_heard_.load()));
+  }
 
   // Returns false when the link was closed because of the message.
   bool Dispatch(const v1::WorkerMessage& message) {
@@ -274,7 +273,7 @@ class LinkReactor final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1::
   Mutex context_mutex_;
   grpc::CallbackServerContext* context_ GUARDED_BY(context_mutex_);  // null once done
   const std::shared_ptr<SendHandle> handle_;
-  std::atomic<int64_t> last_heard_us_;  // steady clock
+  std::atomic<AwakeClock::rep> last_heard_;  // AwakeClock's time since its epoch
   std::atomic<int> refs_{1};
   v1::WorkerMessage incoming_;  // reads happen one at a time
   std::string worker_id_;       // set by the first read, then constant

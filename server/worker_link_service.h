@@ -33,6 +33,7 @@
 #include "accumulus/v1/worker.grpc.pb.h"
 #include "common/mutex.h"
 #include "common/status.h"
+#include "server/awake_clock.h"
 #include "server/job_manager.h"
 
 namespace accumulus::server {
@@ -44,9 +45,11 @@ class WorkerLinkService final : public v1::WorkerLink::CallbackService {
   // `require_client_certificate`: a link whose peer presented no
   // certificate verified by the worker CA is refused (UNAUTHENTICATED); off
   // only when the controller serves plaintext (--insecure).
-  WorkerLinkService(JobManager* jobs, int heartbeat_interval_ms, int lost_after_ms,
-                    bool require_client_certificate)
+  // Silence is measured by `clock`.
+  WorkerLinkService(JobManager* jobs, AwakeClock* clock, int heartbeat_interval_ms,
+                    int lost_after_ms, bool require_client_certificate)
       : jobs_(jobs),
+        clock_(clock),
         heartbeat_interval_ms_(heartbeat_interval_ms),
         lost_after_ms_(lost_after_ms),
         require_client_certificate_(require_client_certificate) {}
@@ -98,6 +101,7 @@ class WorkerLinkService final : public v1::WorkerLink::CallbackService {
   LinkProgress& ProgressLocked(const std::string& worker_id, uint64_t epoch) REQUIRES(mutex_);
 
   JobManager* const jobs_;
+  AwakeClock* const clock_;
   const int heartbeat_interval_ms_;
   const int lost_after_ms_;
   const bool require_client_certificate_;

@@ -1,7 +1,9 @@
 // The controller killed with SIGKILL, or stopped with SIGTERM, while a job
 // runs and started again on its state: the job keeps running in its first
 // attempt and finishes, and a watcher that stayed connected throughout (it
-// reconnects by itself) sees every step once.
+// reconnects by itself) sees every step once. And the controller's other
+// outages: a store that stops writing, one longer than the workers' lease,
+// a process stopped (SIGSTOP) rather than ended.
 #include <google/protobuf/util/json_util.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -10,12 +12,14 @@
 
 #include <chrono>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <thread>
 
 #include "accumulus/v1/controller.pb.h"
 #include "tests/support/job_specs.h"
 #include "tests/support/read_file.h"
+#include "tests/support/tcp_relay.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/test_cluster.h"
 
@@ -201,6 +205,67 @@ TEST(ControllerRestart, AnOutagePastTheWorkersLeaseCostsTheJobNoRestart) {
   EXPECT_NE(job.attempts(0).reason().find("worker lease lapsed"), std::string::npos)
       << job.attempts(0).reason();
   EXPECT_EQ(job.attempt(), 2);
+}
+
+// The controller stopped (SIGSTOP, as a debugger, a frozen cgroup or a
+// paused VM would) for longer than the lost-worker timeout (4 s here), and
+// its network back a second after it runs again. The worker's lease (2 s)
+// lapses meanwhile and it stops the job's trainer, as when the controller is
+// down. But the worker is not lost when the controller runs again: the
+// silence was the controller's, not the worker's. The job, with no restarts
+// to spend, restarts from its checkpoint without spending one.
+TEST(ControllerRestart, AControllerStoppedPastTheLostWorkerTimeoutLosesNoWorker) {
+  TestCluster cluster;
+  const std::string address = cluster.controller_address();
+  TcpRelay network(std::stoi(address.substr(address.rfind(':') + 1)));
+  const std::string worker =
+      cluster.StartWorker(1, {"--controller", "127.0.0.1:" + std::to_string(network.port())});
+  // Far longer than the test: it is cancelled once its second attempt trains.
+  const std::string id = SubmitLongJob(
+      cluster, 1000, "checkpoint: {dir: " + cluster.dir() + "/checkpoints, every_steps: 100}\n");
+  ASSERT_FALSE(id.empty());
+  WatchUntilStep(cluster, id, 1);
+
+  // The fault's timeline, not waits for anything.
+  const pid_t controller = cluster.controller_pid();
+  const auto stopped_at = std::chrono::steady_clock::now();
+  network.Hold();
+  ASSERT_EQ(kill(controller, SIGSTOP), 0);
+  std::this_thread::sleep_until(stopped_at + std::chrono::seconds(5));
+  ASSERT_EQ(kill(controller, SIGCONT), 0);
+  std::this_thread::sleep_until(stopped_at + std::chrono::seconds(6));
+  network.Release();
+
+  std::unique_ptr<Subprocess> watch = cluster.StartCli({"-o", "json", "watch", id});
+  bool restarted = false;
+  for (std::string line; !restarted && watch->ReadLine(&line);) {
+    const v1::JobEvent e = Parse<v1::JobEvent>(line);
+    restarted = e.has_step() && !e.stale() && e.attempt() == 2;
+  }
+  ASSERT_TRUE(restarted) << "the job ended instead of training on: "
+                         << GetJob(cluster, id).reason();
+  CliResult cancelled = cluster.Cli({"cancel", id});
+  EXPECT_EQ(cancelled.exit_code, 0) << cancelled.stderr_text;
+  for (std::string line; watch->ReadLine(&line);) {
+  }
+  watch->Wait();
+  const v1::Job job = GetJob(cluster, id);
+  EXPECT_EQ(job.state(), v1::JOB_STATE_CANCELLED) << job.reason();
+  ASSERT_EQ(job.attempts_size(), 1);
+  EXPECT_EQ(job.attempts(0).failure_class(), v1::FAILURE_CLASS_CONTROLLER_UNREACHABLE)
+      << job.attempts(0).reason();
+
+  const std::string log = ReadFile(cluster.dir() + "/controller.log");
+  EXPECT_NE(log.find("the controller did not run for"), std::string::npos) << log;
+  EXPECT_EQ(log.find("lost: no message for"), std::string::npos) << log;
+  httplib::Client http("127.0.0.1", cluster.metrics_port());
+  auto metrics = http.Get("/metrics");
+  ASSERT_TRUE(metrics);
+  std::smatch stalled;
+  ASSERT_TRUE(std::regex_search(
+      metrics->body, stalled, std::regex("\naccumulus_controller_stalled_seconds_total (\\S+)\n")))
+      << metrics->body;
+  EXPECT_GT(std::stod(stalled[1]), 4.0) << "the stop, less a quarter second";
 }
 
 // A worker whose buffer for the unreachable controller overflowed says so

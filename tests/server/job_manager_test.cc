@@ -71,7 +71,7 @@ v1::AssignmentStatus Ended(const std::string& job_id, v1::JobState state, const 
 }
 
 // A lost worker's ranks already past their lease: nothing to wait for.
-constexpr std::chrono::steady_clock::time_point kFenceOver{};
+constexpr AwakeClock::time_point kFenceOver{};
 
 // Who submits the jobs of these tests.
 constexpr char kOwner[] = "alice";
@@ -86,7 +86,8 @@ class JobManagerTest : public ::testing::Test {
 
   metrics::Registry registry_;
   ControllerMetrics metrics_{&registry_};
-  JobManager jobs_{&metrics_};
+  AwakeClock clock_;
+  JobManager jobs_{&metrics_, &clock_};
 };
 
 TEST_F(JobManagerTest, JobIdsAreRandomAndNeverRepeat) {
@@ -305,7 +306,7 @@ TEST_F(JobManagerTest, ABrokenLinksRanksKeepTheirSlotsUntilTheWorkerIsBackOrLost
   const std::string id = jobs_.Submit(spec, kOwner)->id();
   ASSERT_EQ(a.back().assign().attempt(), 1);
   jobs_.WorkerConnected(Worker("w2", 1), Inbox(&b));
-  jobs_.WorkerGone("w1", w1, "its link ended", std::chrono::steady_clock::time_point::max());
+  jobs_.WorkerGone("w1", w1, "its link ended", AwakeClock::time_point::max());
   jobs_.Expire();
   EXPECT_EQ(State(id), v1::JOB_STATE_STARTING) << "attempt 1 goes on while w1 may come back";
   EXPECT_TRUE(b.empty()) << "placed on w2 while attempt 1 may still run on w1";
@@ -328,7 +329,7 @@ TEST_F(JobManagerTest, AWorkerBackWithItsRanksBeforeTheTimeoutKeepsTheirAttempt)
   const uint64_t w1 = jobs_.WorkerConnected(Worker("w1", 1), Inbox(&a));
   const std::string id = jobs_.Submit(SmallSpec(), kOwner)->id();  // max_restarts 0
   jobs_.RecordStatus("w1", Ended(id, v1::JOB_STATE_RUNNING, ""));
-  jobs_.WorkerGone("w1", w1, "its link ended", std::chrono::steady_clock::time_point::max());
+  jobs_.WorkerGone("w1", w1, "its link ended", AwakeClock::time_point::max());
   v1::Register back = Worker("w1", 1);
   back.add_running_job_ids(id);
   a.clear();
@@ -349,7 +350,7 @@ TEST_F(JobManagerTest, ACancelWhileTheWorkerIsAwayReachesItWhenItIsBack) {
   const uint64_t w1 = jobs_.WorkerConnected(Worker("w1", 1), Inbox(&a));
   const std::string id = jobs_.Submit(SmallSpec(), kOwner)->id();
   jobs_.RecordStatus("w1", Ended(id, v1::JOB_STATE_RUNNING, ""));
-  jobs_.WorkerGone("w1", w1, "its link ended", std::chrono::steady_clock::time_point::max());
+  jobs_.WorkerGone("w1", w1, "its link ended", AwakeClock::time_point::max());
   ASSERT_TRUE(jobs_.Cancel(id, "not needed").ok());
   EXPECT_EQ(State(id), v1::JOB_STATE_CANCELLING);
   v1::Register back = Worker("w1", 1);
@@ -940,7 +941,7 @@ TEST_F(RecoveryTest, ALogKeepsOnlyItsNewestEventsInMemoryAndReadsTheRestFromTheS
     auto store = OpenStore();
     auto archive = EventArchive::Open(temp_.path() + "/state.db");
     ASSERT_TRUE(archive.ok()) << archive.status().ToString();
-    JobManager before(&metrics_, store.get(), archive->get(), kKeep);
+    JobManager before(&metrics_, &clock_, store.get(), archive->get(), kKeep);
     std::vector<v1::ControllerMessage> inbox;
     before.WorkerConnected(Worker("w1", 1), Inbox(&inbox));
     id = before.Submit(SmallSpec(), kOwner)->id();
@@ -962,7 +963,7 @@ TEST_F(RecoveryTest, ALogKeepsOnlyItsNewestEventsInMemoryAndReadsTheRestFromTheS
   auto store = OpenStore();
   auto archive = EventArchive::Open(temp_.path() + "/state.db");
   ASSERT_TRUE(archive.ok());
-  JobManager after(&metrics, store.get(), archive->get(), kKeep);
+  JobManager after(&metrics, &clock_, store.get(), archive->get(), kKeep);
   ASSERT_TRUE(after.Recover(std::chrono::seconds(60)).ok());
   const std::shared_ptr<EventLog> log = Log(after, id);
   EXPECT_EQ(log->last_sequence(), last_sequence);
@@ -991,7 +992,7 @@ TEST_F(RecoveryTest, JobsAndTheirEventsSurviveAndWorkersClaimTheirRanks) {
   int64_t last_sequence = 0;
   {
     auto store = OpenStore();
-    JobManager before(&metrics_, store.get());
+    JobManager before(&metrics_, &clock_, store.get());
     std::vector<v1::ControllerMessage> inbox;
     before.WorkerConnected(Worker("w1", 1), Inbox(&inbox));
     running = before.Submit(SmallSpec(), kOwner)->id();
@@ -1004,7 +1005,7 @@ TEST_F(RecoveryTest, JobsAndTheirEventsSurviveAndWorkersClaimTheirRanks) {
   metrics::Registry registry;
   ControllerMetrics metrics(&registry);
   auto store = OpenStore();
-  JobManager after(&metrics, store.get());
+  JobManager after(&metrics, &clock_, store.get());
   ASSERT_TRUE(after.Recover(std::chrono::seconds(60)).ok());
   EXPECT_EQ(after.Get(running)->state(), v1::JOB_STATE_RUNNING);
   EXPECT_EQ(after.Get(running)->steps_done(), 1);
@@ -1037,7 +1038,7 @@ TEST_F(RecoveryTest, APageTokenGoesOnWhereItStoppedAfterARestart) {
   std::string token;
   {
     auto store = OpenStore();
-    JobManager before(&metrics_, store.get());
+    JobManager before(&metrics_, &clock_, store.get());
     for (int i = 0; i < 5; ++i) ids.push_back(before.Submit(SmallSpec(), kOwner)->id());
     v1::ListJobsRequest request;
     request.set_page_size(2);
@@ -1047,7 +1048,7 @@ TEST_F(RecoveryTest, APageTokenGoesOnWhereItStoppedAfterARestart) {
   metrics::Registry registry;
   ControllerMetrics metrics(&registry);
   auto store = OpenStore();
-  JobManager after(&metrics, store.get());
+  JobManager after(&metrics, &clock_, store.get());
   ASSERT_TRUE(after.Recover(std::chrono::seconds(60)).ok());
   v1::ListJobsRequest request;
   request.set_page_token(token);
@@ -1064,14 +1065,14 @@ TEST_F(RecoveryTest, ARetryAfterARestartStillFindsItsJob) {
   std::string id;
   {
     auto store = OpenStore();
-    JobManager before(&metrics_, store.get());
+    JobManager before(&metrics_, &clock_, store.get());
     id = before.Submit(SmallSpec(), "alice", "req-7")->id();
   }  // the controller dies before the client saw the reply
 
   metrics::Registry registry;
   ControllerMetrics metrics(&registry);
   auto store = OpenStore();
-  JobManager after(&metrics, store.get());
+  JobManager after(&metrics, &clock_, store.get());
   ASSERT_TRUE(after.Recover(std::chrono::seconds(60)).ok());
   const StatusOr<v1::Job> retry = after.Submit(SmallSpec(), "alice", "req-7");
   ASSERT_TRUE(retry.ok()) << retry.status().ToString();
@@ -1084,7 +1085,7 @@ TEST_F(RecoveryTest, ARetryAfterARestartStillFindsItsJob) {
 // back by a second connection at that very moment.
 TEST_F(RecoveryTest, AWatcherIsToldOfAnEventOnlyOnceItIsDurable) {
   auto store = OpenStore();
-  JobManager jobs(&metrics_, store.get());
+  JobManager jobs(&metrics_, &clock_, store.get());
   std::vector<v1::ControllerMessage> inbox;
   jobs.WorkerConnected(Worker("w1", 1), Inbox(&inbox));
   const std::string id = jobs.Submit(SmallSpec(), kOwner)->id();
@@ -1136,7 +1137,7 @@ TEST_F(RecoveryTest, AWatcherIsToldOfAnEventOnlyOnceItIsDurable) {
 // shown to watchers: the worker may then forget it.
 TEST_F(RecoveryTest, AWorkerMessageCompletesOnlyOnceItsEventsAreDurable) {
   auto store = OpenStore();
-  JobManager jobs(&metrics_, store.get());
+  JobManager jobs(&metrics_, &clock_, store.get());
   std::vector<v1::ControllerMessage> inbox;
   jobs.WorkerConnected(Worker("w1", 1), Inbox(&inbox));
   const std::string id = jobs.Submit(SmallSpec(), kOwner)->id();
@@ -1174,7 +1175,7 @@ TEST_F(RecoveryTest, RanksOnAWorkerThatNeverReturnsAreLost) {
   std::string id;
   {
     auto store = OpenStore();
-    JobManager before(&metrics_, store.get());
+    JobManager before(&metrics_, &clock_, store.get());
     std::vector<v1::ControllerMessage> inbox;
     before.WorkerConnected(Worker("w1", 1), Inbox(&inbox));
     id = before.Submit(SmallSpec(), kOwner)->id();
@@ -1182,7 +1183,7 @@ TEST_F(RecoveryTest, RanksOnAWorkerThatNeverReturnsAreLost) {
   metrics::Registry registry;
   ControllerMetrics metrics(&registry);
   auto store = OpenStore();
-  JobManager after(&metrics, store.get());
+  JobManager after(&metrics, &clock_, store.get());
   ASSERT_TRUE(after.Recover(std::chrono::milliseconds(0)).ok());
   after.Expire();
   EXPECT_EQ(after.Get(id)->state(), v1::JOB_STATE_FAILED);

@@ -31,10 +31,14 @@ void Reset(int fd) {
 
 }  // namespace
 
+// What a connection's control pipe carries.
+constexpr char kCut = 'c';   // end the relay
+constexpr char kWake = 'w';  // look at the hold again
+
 struct TcpRelay::Connection {
   int client = -1;
   int target = -1;
-  int cut[2] = {-1, -1};  // written to end the relay; closed by ~TcpRelay
+  int control[2] = {-1, -1};  // kCut or kWake; closed by ~TcpRelay
   std::atomic<bool> cut_sent{false};
   std::atomic<bool> done{false};
   std::thread thread;
@@ -61,8 +65,8 @@ TcpRelay::~TcpRelay() {
   MutexLock lock(&mutex_);
   for (auto& c : connections_) {
     if (c->thread.joinable()) c->thread.join();
-    close(c->cut[0]);
-    close(c->cut[1]);
+    close(c->control[0]);
+    close(c->control[1]);
   }
   close(listener_);
   close(wake_[0]);
@@ -87,7 +91,7 @@ void TcpRelay::Accept() {
     auto connection = std::make_unique<Connection>();
     connection->client = client;
     connection->target = target;
-    if (pipe2(connection->cut, O_CLOEXEC) != 0) {
+    if (pipe2(connection->control, O_CLOEXEC) != 0) {
       Reset(client);
       Reset(target);
       continue;
@@ -96,16 +100,26 @@ void TcpRelay::Accept() {
     MutexLock lock(&mutex_);
     ++accepted_;
     connections_.push_back(std::move(connection));
-    c->thread = std::thread([c] { Relay(c); });
+    c->thread = std::thread([this, c] { Relay(c); });
   }
 }
 
 void TcpRelay::Relay(Connection* c) {
   char buffer[16384];
   while (true) {
-    pollfd fds[3] = {{c->client, POLLIN, 0}, {c->target, POLLIN, 0}, {c->cut[0], POLLIN, 0}};
+    // Held: neither end is read (poll skips a negative descriptor), so
+    // nothing passes and a hang-up is noticed once released.
+    const bool hold = held();
+    pollfd fds[3] = {{hold ? -1 : c->client, POLLIN, 0},
+                     {hold ? -1 : c->target, POLLIN, 0},
+                     {c->control[0], POLLIN, 0}};
     if (poll(fds, 3, -1) < 0) continue;
-    if (fds[2].revents != 0) break;
+    if (fds[2].revents != 0) {
+      char command = kCut;
+      (void)!read(c->control[0], &command, 1);
+      if (command == kCut) break;
+      continue;
+    }
     bool ended = false;
     for (int from = 0; from < 2 && !ended; ++from) {
       if (fds[from].revents == 0) continue;
@@ -137,10 +151,33 @@ int TcpRelay::Cut() {
   int cut = 0;
   for (auto& c : connections_) {
     if (c->done || c->cut_sent.exchange(true)) continue;
-    (void)!write(c->cut[1], "x", 1);
+    (void)!write(c->control[1], &kCut, 1);
     ++cut;
   }
   return cut;
+}
+
+void TcpRelay::Hold() {
+  MutexLock lock(&mutex_);
+  held_ = true;
+  WakeLocked();
+}
+
+void TcpRelay::Release() {
+  MutexLock lock(&mutex_);
+  held_ = false;
+  WakeLocked();
+}
+
+bool TcpRelay::held() const {
+  MutexLock lock(&mutex_);
+  return held_;
+}
+
+void TcpRelay::WakeLocked() {
+  for (auto& c : connections_) {
+    if (!c->done) (void)!write(c->control[1], &kWake, 1);
+  }
 }
 
 int TcpRelay::accepted() const {

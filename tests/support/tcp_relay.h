@@ -1,7 +1,8 @@
 // A TCP relay on a loopback port to another loopback port, for faults of
 // the network between two processes: Cut() resets every connection it
 // relays — both ends see their peer vanish, as after a network blip or a
-// proxy's restart — and it goes on relaying new ones. Bytes pass through
+// proxy's restart — and it goes on relaying new ones; Hold() stops passing
+// bytes on, as a network that stalls, until Release(). Bytes pass through
 // untouched (TLS included).
 #pragma once
 
@@ -24,13 +25,20 @@ class TcpRelay {
   int port() const { return port_; }
   // Resets every live connection (RST to both ends); returns how many.
   int Cut() EXCLUDES(mutex_);
+  // Stops relaying: what either end sends waits (in the sockets' buffers,
+  // then in its sender) until Release(). Connections are still accepted.
+  void Hold() EXCLUDES(mutex_);
+  void Release() EXCLUDES(mutex_);
   // Connections accepted so far.
   int accepted() const EXCLUDES(mutex_);
 
  private:
   struct Connection;
   void Accept();
-  static void Relay(Connection* connection);
+  void Relay(Connection* connection) EXCLUDES(mutex_);
+  bool held() const EXCLUDES(mutex_);
+  // Has every live connection look at the hold again.
+  void WakeLocked() REQUIRES(mutex_);
 
   const int target_port_;
   int listener_ = -1;
@@ -40,6 +48,7 @@ class TcpRelay {
   mutable Mutex mutex_;
   std::vector<std::unique_ptr<Connection>> connections_ GUARDED_BY(mutex_);
   int accepted_ GUARDED_BY(mutex_) = 0;
+  bool held_ GUARDED_BY(mutex_) = false;
 };
 
 }  // namespace accumulus::testing

@@ -1,0 +1,69 @@
+#include "server/awake_clock.h"
+
+#include <spdlog/spdlog.h>
+
+#include <utility>
+
+namespace accumulus::server {
+
+AwakeClock::AwakeClock(std::chrono::milliseconds max_gap, metrics::Counter* stalled_seconds,
+                       SteadyNow steady_now)
+    : max_gap_(max_gap),
+      stalled_seconds_(stalled_seconds),
+      steady_now_(std::move(steady_now)),
+      last_reading_(steady_now_()),
+      ticker_([this] { Tick(); }) {}
+
+AwakeClock::~AwakeClock() {
+  {
+    MutexLock lock(&mutex_);
+    stopping_ = true;
+  }
+  stop_.NotifyAll();
+  ticker_.join();
+}
+
+AwakeClock::time_point AwakeClock::Now() {
+  const std::chrono::steady_clock::time_point reading = steady_now_();
+  duration gap{0};
+  duration stalled_now{0};
+  time_point now;
+  {
+    MutexLock lock(&mutex_);
+    // Readings race for the lock: one taken earlier may come in later, and
+    // then it is not news.
+    if (reading > last_reading_) {
+      gap = reading - last_reading_;
+      if (gap > max_gap_) {
+        stalled_now = gap - max_gap_;
+        stalled_ += stalled_now;
+      }
+      last_reading_ = reading;
+    }
+    now = time_point(last_reading_.time_since_epoch() - stalled_);
+  }
+  if (stalled_now > duration::zero()) {
+    if (stalled_seconds_ != nullptr) {
+      stalled_seconds_->Increment(std::chrono::duration<double>(stalled_now).count());
+    }
+    spdlog::warn(
+        "the controller did not run for {:.3f} s (stopped, frozen or starved of CPU); workers' "
+        "silence is measured without that time",
+        std::chrono::duration<double>(gap).count());
+  }
+  return now;
+}
+
+void AwakeClock::Tick() {
+  const auto interval = max_gap_ / 10;
+  while (true) {
+    {
+      MutexLock lock(&mutex_);
+      if (!stopping_) stop_.WaitFor(&mutex_, interval);
+      if (stopping_) return;
+    }
+    Now();
+  }
+}
+
+}  // namespace accumulus::server
