@@ -12,6 +12,7 @@
 #include "common/failure_class.h"
 #include "common/mutex.h"
 #include "common/rank_threads.h"
+#include "worker/trainer/lease_watchdog.h"
 #include "worker/trainer_process.h"
 
 namespace accumulus::worker {
@@ -62,7 +63,8 @@ struct TrainerSupervisor::Job {
   // holding its mutex_ touch them.
   std::vector<std::unique_ptr<TrainerProcess>> ranks;  // by index into assignment.ranks
   bool cancel_requested = false;
-  bool fenced = false;         // killed because the worker's lease lapsed
+  bool fenced = false;  // killed because the worker's lease lapsed
+  v1::FailureClass fence_class = v1::FAILURE_CLASS_CONTROLLER_UNREACHABLE;  // and why
   bool shutting_down = false;  // stopped because this worker stops (StopAll)
   bool stopping = false;
   bool exited = false;
@@ -143,13 +145,14 @@ void TrainerSupervisor::RenewLeases() {
   }
 }
 
-void TrainerSupervisor::Fence(const std::string& reason) {
+void TrainerSupervisor::Fence(const std::string& reason, v1::FailureClass failure_class) {
   MutexLock lock(&mutex_);
   for (const auto& [id, job] : jobs_) {
     if (job->exited) continue;
     spdlog::warn("job {}: {}; killing its trainers", id, reason);
     if (job->first_failure.empty()) job->first_failure = reason;
     job->fenced = true;
+    job->fence_class = failure_class;
     for (auto& rank : job->ranks) rank->Signal(SIGKILL);
   }
 }
@@ -301,9 +304,10 @@ void TrainerSupervisor::Run(std::shared_ptr<Job> job) {
       final_reason.clear();
       failure_class = v1::FAILURE_CLASS_UNSPECIFIED;
     } else if (job->fenced) {
-      // The worker's lease lapsed: it lost the controller, not the job.
+      // The worker's lease lapsed: it lost the controller (or stalled
+      // itself), not the job.
       final_reason = job->first_failure;
-      failure_class = v1::FAILURE_CLASS_CONTROLLER_UNREACHABLE;
+      failure_class = job->fence_class;
     } else if (job->cancel_requested) {
       final_state = v1::JOB_STATE_CANCELLED;
       final_reason = outcomes.front().reason;
@@ -374,6 +378,14 @@ TrainerSupervisor::RankOutcome TrainerSupervisor::Supervise(Job* job, size_t ind
     outcome.reason = exit.reason();
     outcome.permanent = exit.permanent();
     outcome.failure_class = exit.failure_class();
+  } else if (info.exit_code == trainer::kLeaseLapsedExitCode && job->trainer_lease.count() > 0) {
+    // Its watchdog ended it: this daemon did not renew its lease in time.
+    // A message the exit cut short says nothing more.
+    outcome.reason = "trainer pid " + std::to_string(trainer->pid()) + " stopped itself: worker " +
+                     options_.worker_id + " did not renew its lease for " +
+                     std::to_string(job->trainer_lease.count()) +
+                     " ms (the worker daemon was stopped, frozen or starved of CPU)";
+    outcome.failure_class = v1::FAILURE_CLASS_WORKER_LOST;
   } else {
     outcome.reason = "trainer pid " + std::to_string(trainer->pid()) + " " + info.description;
     if (!stream.ok()) outcome.reason += "; " + stream.message();

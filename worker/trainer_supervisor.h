@@ -65,8 +65,10 @@ class TrainerSupervisor {
   void RenewLeases() EXCLUDES(mutex_);
   // The worker's lease lapsed: every trainer is killed now (the controller
   // may already be starting their jobs' next attempts elsewhere). Each job
-  // ends FAILED with `reason`, reported as its attempt's.
-  void Fence(const std::string& reason) EXCLUDES(mutex_);
+  // ends FAILED with `reason` and `failure_class` (controller_unreachable,
+  // or worker_lost when the daemon itself stalled), reported as its
+  // attempt's.
+  void Fence(const std::string& reason, v1::FailureClass failure_class) EXCLUDES(mutex_);
   // Stops every job's trainers at their next window boundary (each writes
   // a checkpoint) and waits for all of them to end; each is reported FAILED
   // and preempted, so the controller moves it without spending a restart.

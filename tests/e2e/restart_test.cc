@@ -264,6 +264,42 @@ std::vector<TrainingSpan> TrainingSpans(const std::string& log_path, const std::
   return spans;
 }
 
+// The worker daemon frozen (SIGSTOP) for 2 s: past its trainer's lease
+// (1 s) and its own (2 s), short of the lost-worker timeout (4 s). The
+// trainer stops by itself; the thawed daemon says why — it did not run —
+// and classes the attempt worker_lost: a restart spent on the worker's
+// fault, neither a crash (the trainer's last message was cut short) nor the
+// controller's (it answered throughout).
+TEST_F(RestartTest, AWorkerDaemonFrozenBrieflyEndsItsAttemptAsWorkerLost) {
+  std::string yaml = Spec(cluster_.dir() + "/out.pt", cluster_.dir() + "/checkpoints");
+  yaml.replace(yaml.find("epochs: 6"), 9, "epochs: 40");  // 4000 steps
+  const std::string id = Submit("frozen.yaml", yaml);
+  std::string frozen;
+  std::unique_ptr<Subprocess> watch = cluster_.StartCli({"-o", "json", "watch", id});
+  std::string line;
+  while (watch->ReadLine(&line)) {
+    const v1::JobEvent e = ParseEvent(line);
+    if (frozen.empty() && e.has_step() && e.step().step() >= 20) {
+      frozen = Get(id).worker_id();
+      cluster_.SignalWorker(frozen, SIGSTOP);
+      // The fault's length, not a wait for anything.
+      std::this_thread::sleep_for(std::chrono::seconds(2));
+      cluster_.SignalWorker(frozen, SIGCONT);
+    }
+  }
+  watch->Wait();
+  ASSERT_FALSE(frozen.empty());
+  const v1::Job job = Get(id);
+  ASSERT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.reason();
+  ASSERT_EQ(job.attempts_size(), 1);
+  const std::string& reason = job.attempts(0).reason();
+  EXPECT_EQ(job.attempts(0).failure_class(), v1::FAILURE_CLASS_WORKER_LOST) << reason;
+  EXPECT_TRUE(reason.find("worker daemon did not run for") != std::string::npos ||
+              reason.find("worker " + frozen + " did not renew its lease") != std::string::npos)
+      << reason;
+  EXPECT_EQ(reason.find("no message for"), std::string::npos) << "not lost by the controller";
+}
+
 // The worker daemon frozen (SIGSTOP) past the controller's lost-worker
 // timeout while its trainer trains: the trainer's lease lapses, so it stops
 // by itself before the controller starts attempt 2 on the other worker;

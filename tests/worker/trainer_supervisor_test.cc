@@ -197,11 +197,42 @@ TEST_F(TrainerSupervisorTest, AFenceKillsAtOnceWithoutTheGrace) {
   auto supervisor = Supervisor(Trainer("trap '' TERM", "while :; do sleep 0.05; done"), 600000);
   supervisor->Assign(OneRank("job-1"), std::chrono::milliseconds(0));
   WaitReady();
-  supervisor->Fence("the worker's lease lapsed");
+  supervisor->Fence("the worker's lease lapsed", v1::FAILURE_CLASS_CONTROLLER_UNREACHABLE);
   const v1::AssignmentStatus status = Terminal();
   EXPECT_EQ(status.state(), v1::JOB_STATE_FAILED) << "(a 10-minute grace would time the wait out)";
   EXPECT_EQ(status.reason(), "the worker's lease lapsed");
   EXPECT_EQ(status.failure_class(), v1::FAILURE_CLASS_CONTROLLER_UNREACHABLE);
+}
+
+// Fenced because this daemon stalled itself (LeaseKeeper tells): the class
+// says so, and the restart is the worker's fault's.
+TEST_F(TrainerSupervisorTest, AFenceCarriesTheClassItIsGiven) {
+  auto supervisor = Supervisor(Trainer("", "while :; do sleep 0.05; done"), 600000);
+  supervisor->Assign(OneRank("job-1"), std::chrono::milliseconds(0));
+  WaitReady();
+  supervisor->Fence("the daemon stalled", v1::FAILURE_CLASS_WORKER_LOST);
+  const v1::AssignmentStatus status = Terminal();
+  EXPECT_EQ(status.reason(), "the daemon stalled");
+  EXPECT_EQ(status.failure_class(), v1::FAILURE_CLASS_WORKER_LOST);
+}
+
+// A trainer whose watchdog ended it (exit code 75: no renewal came for its
+// lease) was let down by this daemon, which did not run: the status says
+// so, rather than quoting the message its exit cut short, and classes it
+// worker_lost, not a crash.
+TEST_F(TrainerSupervisorTest, ATrainerWhoseLeaseLapsedBlamesTheStalledDaemonNotACrash) {
+  auto supervisor = Supervisor(
+      Trainer("", "printf 'half a mess' >&3; echo 'lease lapsed: stopping now' >&2; exit 75"),
+      60000);
+  supervisor->Assign(OneRank("job-1"), std::chrono::milliseconds(800));
+  WaitReady();
+  const v1::AssignmentStatus status = Terminal();
+  EXPECT_EQ(status.state(), v1::JOB_STATE_FAILED);
+  EXPECT_NE(status.reason().find("stopped itself: worker w1 did not renew its lease for 800 ms"),
+            std::string::npos)
+      << status.reason();
+  EXPECT_EQ(status.reason().find("garbled"), std::string::npos) << status.reason();
+  EXPECT_EQ(status.failure_class(), v1::FAILURE_CLASS_WORKER_LOST);
 }
 
 }  // namespace
