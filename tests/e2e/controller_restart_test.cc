@@ -216,10 +216,8 @@ TEST(ControllerRestart, AnOutagePastTheWorkersLeaseCostsTheJobNoRestart) {
 // to spend, restarts from its checkpoint without spending one.
 TEST(ControllerRestart, AControllerStoppedPastTheLostWorkerTimeoutLosesNoWorker) {
   TestCluster cluster;
-  const std::string address = cluster.controller_address();
-  TcpRelay network(std::stoi(address.substr(address.rfind(':') + 1)));
-  const std::string worker =
-      cluster.StartWorker(1, {"--controller", "127.0.0.1:" + std::to_string(network.port())});
+  TcpRelay network(cluster.controller_port());
+  const std::string worker = cluster.StartWorker(1, {"--controller", network.address()});
   // Far longer than the test: it is cancelled once its second attempt trains.
   const std::string id = SubmitLongJob(
       cluster, 1000, "checkpoint: {dir: " + cluster.dir() + "/checkpoints, every_steps: 100}\n");

@@ -22,10 +22,8 @@ namespace {
 
 TEST(LinkFault, AWorkerLinkThatIsResetCostsTheJobNothing) {
   TestCluster cluster;
-  const std::string address = cluster.controller_address();
-  TcpRelay relay(std::stoi(address.substr(address.rfind(':') + 1)));
-  const std::string worker =
-      cluster.StartWorker(1, {"--controller", "127.0.0.1:" + std::to_string(relay.port())});
+  TcpRelay relay(cluster.controller_port());
+  const std::string worker = cluster.StartWorker(1, {"--controller", relay.address()});
   const std::string id = SubmitJob(cluster, "long.yaml", LongMlpJob(10));
   ASSERT_FALSE(id.empty());
 

@@ -52,6 +52,11 @@ output: )" + output + "\n";
   return yaml;
 }
 
+// `yaml` (a Spec), 4000 steps long: a job that outlasts a fault of seconds.
+std::string Longer(std::string yaml) {
+  return yaml.replace(yaml.find("epochs: 6"), 9, "epochs: 40");
+}
+
 struct Watched {
   std::vector<v1::StepMetrics> steps;
   std::vector<std::string> logs;
@@ -271,23 +276,15 @@ std::vector<TrainingSpan> TrainingSpans(const std::string& log_path, const std::
 // fault, neither a crash (the trainer's last message was cut short) nor the
 // controller's (it answered throughout).
 TEST_F(RestartTest, AWorkerDaemonFrozenBrieflyEndsItsAttemptAsWorkerLost) {
-  std::string yaml = Spec(cluster_.dir() + "/out.pt", cluster_.dir() + "/checkpoints");
-  yaml.replace(yaml.find("epochs: 6"), 9, "epochs: 40");  // 4000 steps
-  const std::string id = Submit("frozen.yaml", yaml);
+  const std::string id = Submit(
+      "frozen.yaml", Longer(Spec(cluster_.dir() + "/out.pt", cluster_.dir() + "/checkpoints")));
   std::string frozen;
-  std::unique_ptr<Subprocess> watch = cluster_.StartCli({"-o", "json", "watch", id});
-  std::string line;
-  while (watch->ReadLine(&line)) {
-    const v1::JobEvent e = ParseEvent(line);
-    if (frozen.empty() && e.has_step() && e.step().step() >= 20) {
-      frozen = Get(id).worker_id();
-      cluster_.SignalWorker(frozen, SIGSTOP);
-      // The fault's length, not a wait for anything.
-      std::this_thread::sleep_for(std::chrono::seconds(2));
-      cluster_.SignalWorker(frozen, SIGCONT);
-    }
-  }
-  watch->Wait();
+  Watch(id, [&](const Watched&) {
+    frozen = Get(id).worker_id();
+    cluster_.SignalWorker(frozen, SIGSTOP);
+    std::this_thread::sleep_for(std::chrono::seconds(2));  // the fault's length
+    cluster_.SignalWorker(frozen, SIGCONT);
+  });
   ASSERT_FALSE(frozen.empty());
   const v1::Job job = Get(id);
   ASSERT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.reason();
@@ -306,19 +303,16 @@ TEST_F(RestartTest, AWorkerDaemonFrozenBrieflyEndsItsAttemptAsWorkerLost) {
 // thawed, the worker delivers the events it held, recorded as attempt 1's
 // and stale. The job ends with the parameters of an uninterrupted run.
 TEST_F(RestartTest, AFrozenWorkersTrainerStopsBeforeItsSuccessorStarts) {
-  auto longer = [](std::string yaml) {
-    return yaml.replace(yaml.find("epochs: 6"), 9, "epochs: 40");  // 4000 steps
-  };
   const std::string reference_output = cluster_.dir() + "/reference.pt";
   {
-    const std::string id = Submit("reference.yaml", longer(Spec(reference_output, "")));
+    const std::string id = Submit("reference.yaml", Longer(Spec(reference_output, "")));
     CliResult r = cluster_.Cli({"watch", id});
     ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
   }
   const std::vector<torch::Tensor> reference = Parameters(reference_output);
   const std::string output = cluster_.dir() + "/fenced.pt";
   const std::string id =
-      Submit("fenced.yaml", longer(Spec(output, cluster_.dir() + "/checkpoints")));
+      Submit("fenced.yaml", Longer(Spec(output, cluster_.dir() + "/checkpoints")));
 
   std::string frozen;
   std::unique_ptr<Subprocess> watch = cluster_.StartCli({"-o", "json", "watch", id});

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -23,6 +24,8 @@ class TcpRelay {
   TcpRelay& operator=(const TcpRelay&) = delete;
 
   int port() const { return port_; }
+  // Where to connect through it: 127.0.0.1:port().
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
   // Resets every live connection (RST to both ends); returns how many.
   int Cut() EXCLUDES(mutex_);
   // Stops relaying: what either end sends waits (in the sockets' buffers,

@@ -81,6 +81,7 @@ class TestCluster {
   Subprocess::ExitInfo RestartController(const std::function<void()>& while_down = {},
                                          int signal = SIGKILL);
   std::string controller_address() const;
+  int controller_port() const { return grpc_port_; }
   // The controller's process id and its --data-dir.
   pid_t controller_pid() const { return controller_->pid(); }
   // A worker's process id (`id` as StartWorker returned it).

@@ -193,28 +193,26 @@ TEST_F(TrainerSupervisorTest, StopAllReportsItsJobsPreemptedAndStartsNothingAfte
   EXPECT_TRUE(supervisor->RunningJobs().empty());
 }
 
-TEST_F(TrainerSupervisorTest, AFenceKillsAtOnceWithoutTheGrace) {
+// Fenced because the worker lost the controller (controller_unreachable), or
+// because this daemon stalled itself (worker_lost; LeaseKeeper tells which):
+// killed at once, and reported with the class it was given.
+class FenceTest : public TrainerSupervisorTest,
+                  public ::testing::WithParamInterface<v1::FailureClass> {};
+
+TEST_P(FenceTest, KillsAtOnceWithoutTheGraceAndReportsTheClassGiven) {
   auto supervisor = Supervisor(Trainer("trap '' TERM", "while :; do sleep 0.05; done"), 600000);
   supervisor->Assign(OneRank("job-1"), std::chrono::milliseconds(0));
   WaitReady();
-  supervisor->Fence("the worker's lease lapsed", v1::FAILURE_CLASS_CONTROLLER_UNREACHABLE);
+  supervisor->Fence("the worker's lease lapsed", GetParam());
   const v1::AssignmentStatus status = Terminal();
   EXPECT_EQ(status.state(), v1::JOB_STATE_FAILED) << "(a 10-minute grace would time the wait out)";
   EXPECT_EQ(status.reason(), "the worker's lease lapsed");
-  EXPECT_EQ(status.failure_class(), v1::FAILURE_CLASS_CONTROLLER_UNREACHABLE);
+  EXPECT_EQ(status.failure_class(), GetParam());
 }
 
-// Fenced because this daemon stalled itself (LeaseKeeper tells): the class
-// says so, and the restart is the worker's fault's.
-TEST_F(TrainerSupervisorTest, AFenceCarriesTheClassItIsGiven) {
-  auto supervisor = Supervisor(Trainer("", "while :; do sleep 0.05; done"), 600000);
-  supervisor->Assign(OneRank("job-1"), std::chrono::milliseconds(0));
-  WaitReady();
-  supervisor->Fence("the daemon stalled", v1::FAILURE_CLASS_WORKER_LOST);
-  const v1::AssignmentStatus status = Terminal();
-  EXPECT_EQ(status.reason(), "the daemon stalled");
-  EXPECT_EQ(status.failure_class(), v1::FAILURE_CLASS_WORKER_LOST);
-}
+INSTANTIATE_TEST_SUITE_P(ByCause, FenceTest,
+                         ::testing::Values(v1::FAILURE_CLASS_CONTROLLER_UNREACHABLE,
+                                           v1::FAILURE_CLASS_WORKER_LOST));
 
 // A trainer whose watchdog ended it (exit code 75: no renewal came for its
 // lease) was let down by this daemon, which did not run: the status says
