@@ -58,11 +58,12 @@ double TightestUpwards(const std::string& base, std::string path, const LimitIn&
   }
 }
 
-// The tightest limit over the hierarchies of /proc/self/cgroup: `v2` in the
-// unified one, `v1` in the one of `v1_controller`.
-double TightestOf(std::string_view self_cgroup, const std::string& cgroup_root,
-                  const std::string& v1_controller, const LimitIn& v2, const LimitIn& v1) {
-  double tightest = 0;
+// Calls `visit(base, path, v2)` for each hierarchy of /proc/self/cgroup that
+// holds `v1_controller`'s files: the unified one (v2; `base` the root) and
+// that controller's v1 one (`base` its mount).
+void ForEachHierarchy(
+    std::string_view self_cgroup, const std::string& cgroup_root, const std::string& v1_controller,
+    const std::function<void(const std::string& base, const std::string& path, bool v2)>& visit) {
   std::istringstream lines{std::string(self_cgroup)};
   for (std::string line; std::getline(lines, line);) {
     // "hierarchy-id:controllers:path"; the path may itself hold ':'.
@@ -73,19 +74,40 @@ double TightestOf(std::string_view self_cgroup, const std::string& cgroup_root,
     const std::string controllers = line.substr(first + 1, second - first - 1);
     const std::string path = line.substr(second + 1);
     if (id == "0" && controllers.empty()) {
-      KeepTightest(TightestUpwards(cgroup_root, path, v2), &tightest);
+      visit(cgroup_root, path, /*v2=*/true);
       continue;
     }
     std::istringstream names(controllers);
     for (std::string name; std::getline(names, name, ',');) {
       // v1 mounts a co-mounted hierarchy under each of its names' join
       // ("cpu,cpuacct"), with links by single name; the single name is enough.
-      if (name == v1_controller) {
-        KeepTightest(TightestUpwards(cgroup_root + "/" + name, path, v1), &tightest);
-      }
+      if (name == v1_controller) visit(cgroup_root + "/" + name, path, /*v2=*/false);
     }
   }
+}
+
+// The tightest limit over the hierarchies of /proc/self/cgroup: `v2` in the
+// unified one, `v1` in the one of `v1_controller`.
+double TightestOf(std::string_view self_cgroup, const std::string& cgroup_root,
+                  const std::string& v1_controller, const LimitIn& v2, const LimitIn& v1) {
+  double tightest = 0;
+  ForEachHierarchy(self_cgroup, cgroup_root, v1_controller,
+                   [&](const std::string& base, const std::string& path, bool is_v2) {
+                     KeepTightest(TightestUpwards(base, path, is_v2 ? v2 : v1), &tightest);
+                   });
   return tightest;
+}
+
+// The value of the line "`key` N" of the file at `path`; -1 where the file
+// or the line is missing.
+int64_t KeyedCount(const std::string& path, const std::string& key) {
+  const StatusOr<std::string> text = ReadSmallFile(path, 4096, path);
+  if (!text.ok()) return -1;
+  std::istringstream in(*text);
+  for (std::string name, value; in >> name >> value;) {
+    if (name == key) return ParseCount(value);
+  }
+  return -1;
 }
 
 // The text of /proc/self/cgroup ("" where there is none: no limits known).
@@ -124,6 +146,26 @@ double CgroupCpuLimitCores(std::string_view self_cgroup, const std::string& cgro
   };
   return TightestOf(self_cgroup, cgroup_root, "cpu", v2, v1);
 }
+
+int64_t CgroupOomKills(std::string_view self_cgroup, const std::string& cgroup_root) {
+  int64_t kills = -1;
+  ForEachHierarchy(self_cgroup, cgroup_root, "memory",
+                   [&](const std::string& base, std::string path, bool v2) {
+                     const std::string file = v2 ? "memory.events" : "memory.oom_control";
+                     // The deepest cgroup with the file: the process's own, or the one a
+                     // container shows at the mount's root (v1 without a cgroup
+                     // namespace names the host's path).
+                     while (kills < 0) {
+                       kills = KeyedCount(base + path + "/" + file, "oom_kill");
+                       if (path.empty() || path == "/") break;
+                       const size_t slash = path.find_last_of('/');
+                       path.erase(slash == std::string::npos ? 0 : slash);
+                     }
+                   });
+  return kills;
+}
+
+int64_t OomKills() { return CgroupOomKills(SelfCgroup()); }
 
 int64_t UsableMemoryBytes() {
   const int64_t physical =

@@ -24,6 +24,16 @@ int64_t CgroupMemoryLimitBytes(std::string_view self_cgroup,
 double CgroupCpuLimitCores(std::string_view self_cgroup,
                            const std::string& cgroup_root = "/sys/fs/cgroup");
 
+// The processes the kernel's OOM killer ended in this process's memory
+// cgroup and below it, so far: cgroup v2's memory.events, or v1's
+// memory.oom_control, "oom_kill N", of the deepest of the cgroups
+// `self_cgroup` names (and their ancestors) that has the file. -1: not
+// known (no such file: the root cgroup, an old kernel).
+int64_t CgroupOomKills(std::string_view self_cgroup,
+                       const std::string& cgroup_root = "/sys/fs/cgroup");
+// The same for this process, from /proc/self/cgroup.
+int64_t OomKills();
+
 // The memory this process may use: the machine's, or its cgroup's limit
 // where that is lower.
 int64_t UsableMemoryBytes();

@@ -58,6 +58,7 @@ struct TrainerSupervisor::Job {
   std::chrono::milliseconds trainer_lease{0};
   std::thread thread;
   std::vector<std::string> log_paths;  // by rank index; set before the ranks start
+  int64_t oom_kills_at_start = -1;     // SupervisorOptions::oom_kills; likewise
   // Below: guarded by the supervisor's mutex_, which the analysis cannot
   // name from here; only TrainerSupervisor's *Locked functions and scopes
   // holding its mutex_ touch them.
@@ -200,6 +201,7 @@ void TrainerSupervisor::Run(std::shared_ptr<Job> job) {
   const std::filesystem::path dir = std::filesystem::path(options_.work_dir) / id;
   std::error_code ignored;
   std::filesystem::create_directories(dir, ignored);
+  if (options_.oom_kills) job->oom_kills_at_start = options_.oom_kills();
 
   // The spec's paths, confined to this worker's roots, and its thread
   // counts, within its slots' cores: a refusal fails the job permanently (a
@@ -347,6 +349,22 @@ void TrainerSupervisor::Run(std::shared_ptr<Job> job) {
   changed_.NotifyAll();
 }
 
+void TrainerSupervisor::ExplainOomKill(const Job& job, RankOutcome* outcome) const {
+  // A SIGKILL this daemon may not have sent (its own — a cancel's grace
+  // over, a fence — are not the job's failure, and are not reported as one).
+  if (!options_.oom_kills || job.oom_kills_at_start < 0) return;
+  const int64_t kills = options_.oom_kills() - job.oom_kills_at_start;
+  if (kills <= 0) return;
+  outcome->reason +=
+      ": most likely by the kernel's OOM killer (this worker's memory cgroup "
+      "counted " +
+      std::to_string(kills) +
+      " OOM kill(s) since the job started): its processes needed more memory "
+      "than the worker may use; lower micro_batch or memory_limit_bytes, or give "
+      "the worker more memory (--cpu-memory-fraction sets CPU slots' share)";
+  outcome->failure_class = v1::FAILURE_CLASS_OUT_OF_MEMORY;
+}
+
 TrainerSupervisor::RankOutcome TrainerSupervisor::Supervise(Job* job, size_t index) {
   TrainerProcess* trainer = nullptr;
   {
@@ -398,6 +416,7 @@ TrainerSupervisor::RankOutcome TrainerSupervisor::Supervise(Job* job, size_t ind
   // the failure itself ends its log saying the same: the reason says once
   // where the log is.
   const bool crashed = !(has_exit && info.success);
+  if (crashed && info.signal == SIGKILL) ExplainOomKill(*job, &outcome);
   const std::string& log = job->log_paths[index];
   const std::string tail = crashed ? LogTail(log) : "";
 

@@ -39,6 +39,10 @@ struct SupervisorOptions {
   // Where trainer processes are counted (null: nowhere; must outlive the
   // supervisor).
   const WorkerMetrics* metrics = nullptr;
+  // The OOM kills the kernel counted for this worker's processes so far
+  // (OomKills; -1: not known). A trainer killed by SIGKILL while the count
+  // grew is reported out_of_memory. Null: never asked.
+  std::function<int64_t()> oom_kills;
 };
 
 class TrainerSupervisor {
@@ -79,6 +83,9 @@ class TrainerSupervisor {
   struct RankOutcome;
   void Run(std::shared_ptr<Job> job);
   RankOutcome Supervise(Job* job, size_t index);
+  // A rank killed by SIGKILL: when the kernel counted an OOM kill since
+  // `job` started, `outcome` says so and is out_of_memory.
+  void ExplainOomKill(const Job& job, RankOutcome* outcome) const;
   // SIGTERM to every rank of the job, SIGKILL after the grace period.
   void StopLocked(const std::shared_ptr<Job>& job) REQUIRES(mutex_);
   void Reap();

@@ -5,6 +5,8 @@
 
 #include <chrono>
 
+#include "worker/cgroup_limits.h"
+
 namespace accumulus::worker {
 namespace {
 
@@ -80,6 +82,7 @@ StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(WorkerOptions option
   supervisor.max_event_delay_ms = options.max_event_delay_ms;
   supervisor.roots = *std::move(roots);
   supervisor.metrics = &daemon->metrics_;
+  supervisor.oom_kills = OomKills;
 
   // The supervisor reports through the link, the link assigns through the
   // supervisor: build the supervisor first, and let it reach the link only

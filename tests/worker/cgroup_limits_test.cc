@@ -97,5 +97,27 @@ TEST(UsableMemory, IsPositiveAndAtMostTheMachines) {
                         static_cast<int64_t>(sysconf(_SC_PAGESIZE)));
 }
 
+// The OOM killer's count: the worker's own cgroup's (v2), the container's
+// at the mount's root (v1 without a cgroup namespace), and none known.
+TEST_F(CgroupLimitsTest, VersionTwoCountsTheOomKillsOfTheProcesssOwnCgroup) {
+  Write("kubepods.slice/memory.events", "low 0\nhigh 0\nmax 9\noom 4\noom_kill 7\n");
+  Write("kubepods.slice/pod1/memory.events",
+        "low 0\nhigh 0\nmax 3\noom 2\noom_kill 2\noom_group_kill 0");
+  EXPECT_EQ(CgroupOomKills("0::/kubepods.slice/pod1\n", temp_.path()), 2);
+  EXPECT_EQ(CgroupOomKills("0::/kubepods.slice/pod1/no-file-here\n", temp_.path()), 2)
+      << "the deepest cgroup that has the file";
+}
+
+TEST_F(CgroupLimitsTest, VersionOneCountsTheOomKillsOfTheMemoryController) {
+  Write("memory/memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 5");
+  EXPECT_EQ(CgroupOomKills("4:cpu,memory:/docker/abc\n1:name=systemd:/\n", temp_.path()), 5);
+}
+
+TEST_F(CgroupLimitsTest, WithoutTheFilesTheOomKillsAreNotKnown) {
+  Write("user.slice/memory.max", "max");
+  EXPECT_EQ(CgroupOomKills("0::/user.slice\n", temp_.path()), -1);
+  EXPECT_EQ(CgroupOomKills("", temp_.path()), -1);
+}
+
 }  // namespace
 }  // namespace accumulus::worker

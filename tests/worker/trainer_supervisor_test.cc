@@ -13,6 +13,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -44,12 +45,14 @@ class TrainerSupervisorTest : public ::testing::Test {
     return path;
   }
 
-  std::unique_ptr<TrainerSupervisor> Supervisor(const std::string& trainer, int grace_ms) {
+  std::unique_ptr<TrainerSupervisor> Supervisor(const std::string& trainer, int grace_ms,
+                                                std::function<int64_t()> oom_kills = nullptr) {
     SupervisorOptions options;
     options.trainer_binary = trainer;
     options.worker_id = "w1";
     options.work_dir = temp_.path() + "/work";
     options.cancel_grace_ms = grace_ms;
+    options.oom_kills = std::move(oom_kills);
     return std::make_unique<TrainerSupervisor>(options, [this](v1::WorkerMessage m) {
       if (!m.has_status()) return;
       {
@@ -232,6 +235,43 @@ TEST_F(TrainerSupervisorTest, ATrainerWhoseLeaseLapsedBlamesTheStalledDaemonNotA
   EXPECT_EQ(status.reason().find("garbled"), std::string::npos) << status.reason();
   EXPECT_EQ(status.failure_class(), v1::FAILURE_CLASS_WORKER_LOST);
 }
+
+// A trainer killed by SIGKILL, not by this daemon, while the kernel counted
+// an OOM kill (here a file the stand-in trainer bumps before it dies, read
+// as the cgroup's count): the status says the OOM killer most likely ended
+// it, and classes it out_of_memory. The same kill with the count unchanged
+// stays a crash.
+class OomKillTest : public TrainerSupervisorTest, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(OomKillTest, ASigkilledTrainerIsOutOfMemoryOnlyWhenTheKernelCountedAnOomKill) {
+  const bool counted = GetParam();
+  const std::string count = temp_.path() + "/oom_kills";
+  std::ofstream(count) << "3\n";
+  auto supervisor =
+      Supervisor(Trainer("", std::string(counted ? "echo 4 > " + count + "; " : "") + "kill -9 $$"),
+                 60000, [count] {
+                   int64_t kills = -1;
+                   std::ifstream(count) >> kills;
+                   return kills;
+                 });
+  supervisor->Assign(OneRank("job-1"), std::chrono::milliseconds(0));
+  WaitReady();
+  const v1::AssignmentStatus status = Terminal();
+  EXPECT_EQ(status.state(), v1::JOB_STATE_FAILED);
+  EXPECT_NE(status.reason().find("killed by signal 9"), std::string::npos) << status.reason();
+  if (counted) {
+    EXPECT_NE(status.reason().find("most likely by the kernel's OOM killer (this worker's memory "
+                                   "cgroup counted 1 OOM kill(s) since the job started)"),
+              std::string::npos)
+        << status.reason();
+    EXPECT_EQ(status.failure_class(), v1::FAILURE_CLASS_OUT_OF_MEMORY);
+  } else {
+    EXPECT_EQ(status.reason().find("OOM"), std::string::npos) << status.reason();
+    EXPECT_EQ(status.failure_class(), v1::FAILURE_CLASS_TRAINER_CRASHED);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(CountGrewOrNot, OomKillTest, ::testing::Bool());
 
 }  // namespace
 }  // namespace accumulus::worker
