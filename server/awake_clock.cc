@@ -25,7 +25,6 @@ AwakeClock::~AwakeClock() {
 
 AwakeClock::time_point AwakeClock::Now() {
   const std::chrono::steady_clock::time_point reading = steady_now_();
-  duration gap{0};
   duration stalled_now{0};
   time_point now;
   {
@@ -33,23 +32,18 @@ AwakeClock::time_point AwakeClock::Now() {
     // Readings race for the lock: one taken earlier may come in later, and
     // then it is not news.
     if (reading > last_reading_) {
-      gap = reading - last_reading_;
+      const duration gap = reading - last_reading_;
       if (gap > max_gap_) {
         stalled_now = gap - max_gap_;
         stalled_ += stalled_now;
+        unlogged_stalls_ += gap;
       }
       last_reading_ = reading;
     }
     now = time_point(last_reading_.time_since_epoch() - stalled_);
   }
-  if (stalled_now > duration::zero()) {
-    if (stalled_seconds_ != nullptr) {
-      stalled_seconds_->Increment(std::chrono::duration<double>(stalled_now).count());
-    }
-    spdlog::warn(
-        "the controller did not run for {:.3f} s (stopped, frozen or starved of CPU); workers' "
-        "silence is measured without that time",
-        std::chrono::duration<double>(gap).count());
+  if (stalled_now > duration::zero() && stalled_seconds_ != nullptr) {
+    stalled_seconds_->Increment(std::chrono::duration<double>(stalled_now).count());
   }
   return now;
 }
@@ -57,12 +51,25 @@ AwakeClock::time_point AwakeClock::Now() {
 void AwakeClock::Tick() {
   const auto interval = max_gap_ / 10;
   while (true) {
+    duration stalls{0};
     {
       MutexLock lock(&mutex_);
       if (!stopping_) stop_.WaitFor(&mutex_, interval);
       if (stopping_) return;
     }
     Now();
+    {
+      MutexLock lock(&mutex_);
+      std::swap(stalls, unlogged_stalls_);
+    }
+    // Here, not in Now(): its callers may hold locks under which nothing
+    // waits on a write.
+    if (stalls > duration::zero()) {
+      spdlog::warn(
+          "the controller did not run for {:.3f} s (stopped, frozen or starved of CPU); "
+          "workers' silence is measured without that time",
+          std::chrono::duration<double>(stalls).count());
+    }
   }
 }
 

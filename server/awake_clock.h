@@ -22,7 +22,8 @@ namespace accumulus::server {
 // A stop shows as two readings further apart than `max_gap`; such a gap
 // counts as `max_gap`. A thread of the clock's own reads it every
 // `max_gap / 10`, so a gap means the process did not run (or as good as
-// not), never that no one asked the time. Awake time only moves forwards.
+// not), never that no one asked the time; that thread also logs the
+// stalls. Awake time only moves forwards.
 class AwakeClock {
  public:
   using duration = std::chrono::steady_clock::duration;
@@ -54,6 +55,8 @@ class AwakeClock {
   Mutex mutex_;
   std::chrono::steady_clock::time_point last_reading_ GUARDED_BY(mutex_);
   duration stalled_ GUARDED_BY(mutex_){0};
+  // Stalls (whole gaps) since the ticker last logged them.
+  duration unlogged_stalls_ GUARDED_BY(mutex_){0};
   bool stopping_ GUARDED_BY(mutex_) = false;
   CondVar stop_;
   std::thread ticker_;  // last: it reads the members above
