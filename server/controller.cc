@@ -141,8 +141,10 @@ StatusOr<std::unique_ptr<Controller>> Controller::Start(const ControllerOptions&
   if (Status s = c->jobs_->Recover(std::chrono::milliseconds(options.worker_grace_ms)); !s.ok()) {
     return s;
   }
-  c->controller_service_ =
-      std::make_unique<ControllerService>(c->jobs_.get(), c->access_.get(), c->metrics_.get());
+  c->watch_quota_ =
+      std::make_unique<WatchQuota>(options.max_watchers, options.max_watchers_per_caller);
+  c->controller_service_ = std::make_unique<ControllerService>(
+      c->jobs_.get(), c->access_.get(), c->metrics_.get(), c->watch_quota_.get());
   c->worker_link_service_ = std::make_unique<WorkerLinkService>(
       c->jobs_.get(), c->clock_.get(), options.heartbeat_interval_ms,
       options.lost_worker_ms > 0 ? options.lost_worker_ms : 3 * options.heartbeat_interval_ms,

@@ -25,6 +25,7 @@
 #include "server/job_manager.h"
 #include "server/job_store.h"
 #include "server/state_lock.h"
+#include "server/watch_quota.h"
 #include "server/worker_link_service.h"
 
 namespace accumulus::server {
@@ -56,6 +57,10 @@ struct ControllerOptions {
   // Each job's newest events held in memory (with a state database; older
   // ones are read from it when a watcher replays them).
   int64_t events_in_memory = static_cast<int64_t>(JobManager::kEventsInMemory);
+  // WatchJob streams served at once, in all and to one caller (WatchQuota;
+  // 0: no limit).
+  int max_watchers = 10000;
+  int max_watchers_per_caller = 2000;
   // After a restart, how long workers have to reconnect and claim the
   // ranks they run before those count as lost.
   int worker_grace_ms = 30000;
@@ -98,6 +103,7 @@ class Controller {
   std::unique_ptr<EventArchive> archive_;  // the store's events, for replays
   std::unique_ptr<JobManager> jobs_;
   std::unique_ptr<AccessPolicy> access_;
+  std::unique_ptr<WatchQuota> watch_quota_;  // before the service that uses it
   std::unique_ptr<ControllerService> controller_service_;
   std::unique_ptr<WorkerLinkService> worker_link_service_;
   std::unique_ptr<grpc::Server> server_;

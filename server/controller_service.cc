@@ -138,7 +138,9 @@ grpc::ServerWriteReactor<v1::JobEvent>* ControllerService::WatchJob(
     return new FailedWatch(Status::InvalidArgument(
         "after_sequence " + std::to_string(request->after_sequence()) + " must not be negative"));
   }
-  return new WatchReactor(*log, request->after_sequence(), metrics_);
+  StatusOr<std::unique_ptr<WatchQuota::Ticket>> place = watch_quota_->Take(caller->name);
+  if (!place.ok()) return new FailedWatch(place.status());
+  return new WatchReactor(*log, request->after_sequence(), metrics_, std::move(*place));
 }
 
 grpc::ServerUnaryReactor* ControllerService::ListWorkers(grpc::CallbackServerContext* context,

@@ -8,13 +8,15 @@
 #include "server/access_policy.h"
 #include "server/controller_metrics.h"
 #include "server/job_manager.h"
+#include "server/watch_quota.h"
 
 namespace accumulus::server {
 
 class ControllerService final : public v1::Controller::CallbackService {
  public:
-  ControllerService(JobManager* jobs, const AccessPolicy* access, ControllerMetrics* metrics)
-      : jobs_(jobs), access_(access), metrics_(metrics) {}
+  ControllerService(JobManager* jobs, const AccessPolicy* access, ControllerMetrics* metrics,
+                    WatchQuota* watch_quota)
+      : jobs_(jobs), access_(access), metrics_(metrics), watch_quota_(watch_quota) {}
 
   grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* context,
                                       const v1::SubmitJobRequest* request,
@@ -44,6 +46,7 @@ class ControllerService final : public v1::Controller::CallbackService {
   JobManager* const jobs_;
   const AccessPolicy* const access_;
   ControllerMetrics* const metrics_;
+  WatchQuota* const watch_quota_;
 };
 
 }  // namespace accumulus::server

@@ -62,6 +62,14 @@ int main(int argc, char** argv) {
                  "finished jobs kept with their events (0: all)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  app.add_option("--max-watchers", options.max_watchers,
+                 "watch streams served at once (0: no limit)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--max-watchers-per-caller", options.max_watchers_per_caller,
+                 "watch streams one caller (a token) may have open at once (0: no limit)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   app.add_option("--events-in-memory", options.events_in_memory,
                  "each job's newest events held in memory; older ones are read from the state "
                  "database when a watcher replays them")

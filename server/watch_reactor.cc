@@ -6,9 +6,10 @@
 namespace accumulus::server {
 
 WatchReactor::WatchReactor(std::shared_ptr<EventLog> log, int64_t after_sequence,
-                           ControllerMetrics* metrics)
+                           ControllerMetrics* metrics, std::unique_ptr<WatchQuota::Ticket> place)
     : log_(std::move(log)),
       metrics_(metrics),
+      place_(std::move(place)),
       link_(std::make_shared<Link>(this)),
       sent_through_(after_sequence) {
   metrics_->watchers->Increment();

@@ -14,13 +14,17 @@
 #include "common/mutex.h"
 #include "server/controller_metrics.h"
 #include "server/event_log.h"
+#include "server/watch_quota.h"
 
 namespace accumulus::server {
 
 class WatchReactor final : public grpc::ServerWriteReactor<v1::JobEvent> {
  public:
   // Starts streaming; the reactor deletes itself when the RPC is done.
-  WatchReactor(std::shared_ptr<EventLog> log, int64_t after_sequence, ControllerMetrics* metrics);
+  // `place` (may be null): the stream's place in the WatchQuota, given back
+  // when it is done.
+  WatchReactor(std::shared_ptr<EventLog> log, int64_t after_sequence, ControllerMetrics* metrics,
+               std::unique_ptr<WatchQuota::Ticket> place = nullptr);
 
   void OnWriteDone(bool ok) override;
   void OnCancel() override;
@@ -55,6 +59,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::JobEvent> {
 
   const std::shared_ptr<EventLog> log_;
   ControllerMetrics* const metrics_;
+  const std::unique_ptr<WatchQuota::Ticket> place_;
   std::shared_ptr<Link> link_;
 
   Mutex mutex_;

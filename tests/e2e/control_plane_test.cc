@@ -1,9 +1,11 @@
 // Faults of an operator's bad day, against the control plane's invariants:
 // one controller per state, slots that are always freed, workers that come
-// back quickly after a controller restart, and a checkpoint that cannot be
-// written failing its job once.
+// back quickly after a controller restart, a checkpoint that cannot be
+// written failing its job once, and watch streams that one client cannot
+// take from everyone.
 #include <google/protobuf/util/json_util.h>
 #include <gtest/gtest.h>
+#include <httplib.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -217,6 +219,56 @@ TEST(ControlPlane, WorkersReRegisterWithinTheDocumentedBoundAfterAControllerRest
       std::chrono::duration<double>(std::chrono::steady_clock::now() - back).count();
   std::printf("re-registered %zu workers %.2f s after the controller restarted\n", workers.size(),
               seconds);
+}
+
+// Watch streams are bounded per caller (2 here) and in all (3): a caller
+// at its limit is refused, naming the flag, while another may still watch
+// up to the total; a stream that ends gives its place back.
+TEST(ControlPlane, WatchStreamsAreBoundedPerCallerAndInAll) {
+  TestCluster cluster({"--max-watchers", "3", "--max-watchers-per-caller", "2"});
+  const std::string id = SubmitJob(cluster, "queued.yaml", SmallJob());  // no worker: it waits
+  ASSERT_FALSE(id.empty());
+  // Open once the stream has delivered its first event.
+  auto open_watch = [&](const std::string& token_file) {
+    std::unique_ptr<Subprocess> watch = cluster.StartCliAs(token_file, {"-o", "json", "watch", id});
+    std::string line;
+    EXPECT_TRUE(watch->ReadLine(&line)) << "the watch got no event";
+    return watch;
+  };
+  const TestTokens& tokens = TestTokenFiles();
+  std::unique_ptr<Subprocess> admin_1 = open_watch(tokens.admin);
+  std::unique_ptr<Subprocess> admin_2 = open_watch(tokens.admin);
+  CliResult refused = cluster.CliAs(tokens.admin, {"watch", id});
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE(refused.stderr_text.find("you already have 2 watch streams open, the limit for one "
+                                     "caller (--max-watchers-per-caller)"),
+            std::string::npos)
+      << refused.stderr_text;
+
+  std::unique_ptr<Subprocess> viewer = open_watch(tokens.viewer);
+  refused = cluster.CliAs(tokens.viewer, {"watch", id});
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE(refused.stderr_text.find("already serves 3 watch streams, its limit (--max-watchers)"),
+            std::string::npos)
+      << refused.stderr_text;
+
+  admin_1->Signal(SIGTERM);
+  admin_1->Wait();
+  httplib::Client http("127.0.0.1", cluster.metrics_port());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  for (bool closed = false; !closed;) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the stream never ended";
+    auto metrics = http.Get("/metrics");
+    ASSERT_TRUE(metrics);
+    closed = metrics->body.find("\naccumulus_watchers 2\n") != std::string::npos;
+    // Polled: the controller's doing, in another process.
+    if (!closed) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  std::unique_ptr<Subprocess> viewer_2 = open_watch(tokens.viewer);
+  for (auto* watch : {admin_2.get(), viewer.get(), viewer_2.get()}) {
+    watch->Signal(SIGTERM);
+    watch->Wait();
+  }
 }
 
 }  // namespace

@@ -243,12 +243,12 @@ std::string TestCluster::controller_address() const {
 
 std::unique_ptr<Subprocess> TestCluster::StartCli(const std::vector<std::string>& args,
                                                   std::string* stderr_path) const {
-  return SpawnCli(TestTokenFiles().admin, args, stderr_path);
+  return StartCliAs(TestTokenFiles().admin, args, stderr_path);
 }
 
-std::unique_ptr<Subprocess> TestCluster::SpawnCli(const std::string& token_file,
-                                                  const std::vector<std::string>& args,
-                                                  std::string* stderr_path) const {
+std::unique_ptr<Subprocess> TestCluster::StartCliAs(const std::string& token_file,
+                                                    const std::vector<std::string>& args,
+                                                    std::string* stderr_path) const {
   static std::atomic<int> counter{0};
   SpawnOptions options;
   options.argv = {BinaryDir() + "/accumulus", "--controller", controller_address(), "--ca-file",
@@ -268,7 +268,7 @@ CliResult TestCluster::Cli(const std::vector<std::string>& args) const {
 CliResult TestCluster::CliAs(const std::string& token_file,
                              const std::vector<std::string>& args) const {
   std::string stderr_path;
-  std::unique_ptr<Subprocess> cli = SpawnCli(token_file, args, &stderr_path);
+  std::unique_ptr<Subprocess> cli = StartCliAs(token_file, args, &stderr_path);
   CliResult result;
   std::string line;
   while (cli->ReadLine(&line)) result.lines.push_back(line);

@@ -104,15 +104,16 @@ class TestCluster {
   // goes to.
   std::unique_ptr<Subprocess> StartCli(const std::vector<std::string>& args,
                                        std::string* stderr_path = nullptr) const;
+  // The same with the token in `token_file` ("": none).
+  std::unique_ptr<Subprocess> StartCliAs(const std::string& token_file,
+                                         const std::vector<std::string>& args,
+                                         std::string* stderr_path = nullptr) const;
 
   // Writes `yaml` to a file in the cluster's directory; returns its path.
   std::string WriteSpec(const std::string& name, const std::string& yaml) const;
 
  private:
   void StartController(int grpc_port);
-  std::unique_ptr<Subprocess> SpawnCli(const std::string& token_file,
-                                       const std::vector<std::string>& args,
-                                       std::string* stderr_path) const;
   Subprocess* WorkerProcess(const std::string& id) const;
 
   const std::vector<std::string> controller_args_;
