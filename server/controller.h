@@ -57,6 +57,10 @@ struct ControllerOptions {
   // Each job's newest events held in memory (with a state database; older
   // ones are read from it when a watcher replays them).
   int64_t events_in_memory = static_cast<int64_t>(JobManager::kEventsInMemory);
+  // Unfinished jobs held at once, in all and of one owner (ActiveJobQuota;
+  // 0: no limit).
+  int64_t max_active_jobs = 20000;
+  int64_t max_active_jobs_per_owner = 10000;
   // WatchJob streams served at once, in all and to one caller (WatchQuota;
   // 0: no limit).
   int max_watchers = 10000;

@@ -90,6 +90,7 @@ JobRecord& JobLifecycle::Restore(JobStore::StoredJob stored) {
     requests_[{record.job.owner(), record.job.request_id()}] = id;
   }
   metrics_->Recovered(record.job);
+  active_.Moved(record.job.owner(), v1::JOB_STATE_UNSPECIFIED, state);
   return record;
 }
 
@@ -165,6 +166,7 @@ StatusOr<v1::Job> JobLifecycle::Resume(const std::string& job_id) {
     return Status::FailedPrecondition("job " + job_id + " is " + StateLabel(job.state()) +
                                       ": only a cancelled or failed job can be resumed");
   }
+  if (Status s = active_.Admit(job.owner(), "resumed"); !s.ok()) return s;
   finished_.erase(std::remove(finished_.begin(), finished_.end(), job_id), finished_.end());
   RecordAttempt(&job, StateLabel(job.state()) + ": " + job.reason(), job.failure_class(),
                 job.finished_at())
@@ -220,6 +222,7 @@ void JobLifecycle::SetState(JobRecord* record, v1::JobState state, const std::st
     spdlog::info("job {} {}{}{}", job.id(), StateLabel(state), reason.empty() ? "" : ": ", reason);
   }
   metrics_->StateChanged(job, from, state);
+  active_.Moved(job.owner(), from, state);
   recorder_->Append(record, StateEvent(state, reason, job.worker_id()), terminal);
 }
 

@@ -22,6 +22,7 @@
 #include "accumulus/v1/controller.pb.h"
 #include "accumulus/v1/worker.pb.h"
 #include "common/status.h"
+#include "server/active_job_quota.h"
 #include "server/event_archive.h"
 #include "server/event_recorder.h"
 #include "server/job_listing.h"
@@ -104,6 +105,10 @@ class JobLifecycle {
 
   // How many finished jobs (and their events) to keep; 0: all.
   void set_keep_finished(int64_t keep) { keep_finished_ = keep; }
+  // The unfinished jobs, counted in all and per owner, and their limits: a
+  // submit asks active_jobs().Admit first; Resume does.
+  const ActiveJobQuota& active_jobs() const { return active_; }
+  void set_active_limits(int64_t total, int64_t per_owner) { active_.set_limits(total, per_owner); }
   // Deletes the oldest finished jobs beyond the retention, except those
   // whose ranks are still stopping (they hold slots until they report).
   void Prune();
@@ -142,6 +147,7 @@ class JobLifecycle {
   // (owner, request_id) → job id, for the jobs kept that were given one.
   std::map<std::pair<std::string, std::string>, std::string> requests_;
   int64_t keep_finished_ = 0;
+  ActiveJobQuota active_;  // kept by SetState and Restore
 };
 
 }  // namespace accumulus::server

@@ -99,6 +99,12 @@ class JobManager {
     MutexLock lock(&mutex_);
     jobs_.set_keep_finished(keep);
   }
+  // How many unfinished jobs there may be, in all and of one owner (0: no
+  // limit); a submit or resume beyond is refused (ActiveJobQuota).
+  void set_max_active_jobs(int64_t total, int64_t per_owner) EXCLUDES(mutex_) {
+    MutexLock lock(&mutex_);
+    jobs_.set_active_limits(total, per_owner);
+  }
   // How long a finished job's series stay on /metrics (JobMetrics).
   void set_finished_job_metrics_retention(std::chrono::milliseconds retention) EXCLUDES(mutex_) {
     MutexLock lock(&mutex_);

@@ -62,6 +62,14 @@ int main(int argc, char** argv) {
                  "finished jobs kept with their events (0: all)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  app.add_option("--max-active-jobs", options.max_active_jobs,
+                 "unfinished jobs (queued, placed, restarting) held at once (0: no limit)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--max-active-jobs-per-owner", options.max_active_jobs_per_owner,
+                 "unfinished jobs one owner may have at once (0: no limit)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   app.add_option("--max-watchers", options.max_watchers,
                  "watch streams served at once (0: no limit)")
       ->check(CLI::NonNegativeNumber)

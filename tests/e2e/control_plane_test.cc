@@ -271,5 +271,20 @@ TEST(ControlPlane, WatchStreamsAreBoundedPerCallerAndInAll) {
   }
 }
 
+// Unfinished jobs are bounded per owner: one more submit is refused by the
+// controller, naming the limit and its flag, and makes no job.
+TEST(ControlPlane, ASubmitBeyondTheOwnersUnfinishedJobsIsRefused) {
+  TestCluster cluster({"--max-active-jobs-per-owner", "1"});
+  ASSERT_FALSE(SubmitJob(cluster, "first.yaml", SmallJob()).empty());  // no worker: it waits
+  CliResult refused = cluster.Cli({"submit", cluster.WriteSpec("second.yaml", SmallJob())});
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE(refused.stderr_text.find("admin already has 1 unfinished jobs, the limit for one "
+                                     "owner (--max-active-jobs-per-owner): nothing was submitted"),
+            std::string::npos)
+      << refused.stderr_text;
+  CliResult listed = cluster.Cli({"-o", "json", "list"});
+  EXPECT_EQ(listed.lines.size(), 1u) << "one job";
+}
+
 }  // namespace
 }  // namespace accumulus::testing

@@ -919,6 +919,45 @@ TEST_F(JobManagerTest, AfterManyShortJobsOnlyTheRetainedJobsHaveSeries) {
 }
 
 // A controller restart: a new JobManager on the same store.
+// Unfinished jobs are bounded per owner (2 here) and in all (3): a submit
+// or a resume beyond is refused, naming the limit and its flag, and changes
+// nothing; a job that finishes makes room.
+TEST_F(JobManagerTest, UnfinishedJobsAreBoundedPerOwnerAndInAll) {
+  jobs_.set_max_active_jobs(3, 2);
+  const std::string a1 = jobs_.Submit(SmallSpec(), "alice")->id();  // queued: no worker
+  const std::string a2 = jobs_.Submit(SmallSpec(), "alice")->id();
+  StatusOr<v1::Job> refused = jobs_.Submit(SmallSpec(), "alice");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(refused.status().message(),
+            "alice already has 2 unfinished jobs, the limit for one owner "
+            "(--max-active-jobs-per-owner): nothing was submitted; wait for some to finish, or "
+            "cancel some");
+  ASSERT_TRUE(jobs_.Submit(SmallSpec(), "bob").ok()) << "another owner may";
+  refused = jobs_.Submit(SmallSpec(), "carol");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("already holds 3 unfinished jobs, its limit "
+                                            "(--max-active-jobs)"),
+            std::string::npos)
+      << refused.status().message();
+  EXPECT_EQ(jobs_.List().size(), 3u) << "nothing was added";
+
+  ASSERT_TRUE(jobs_.Cancel(a1, "").ok());
+  EXPECT_EQ(State(a1), v1::JOB_STATE_CANCELLED);
+  const StatusOr<v1::Job> a3 = jobs_.Submit(SmallSpec(), "alice");
+  ASSERT_TRUE(a3.ok()) << "a finished job made room: " << a3.status().ToString();
+  const StatusOr<v1::Job> resumed = jobs_.Resume(a1);
+  ASSERT_FALSE(resumed.ok()) << "alice is at her limit again";
+  EXPECT_NE(resumed.status().message().find("nothing was resumed"), std::string::npos)
+      << resumed.status().message();
+  EXPECT_EQ(State(a1), v1::JOB_STATE_CANCELLED) << "the refused resume changed nothing";
+  EXPECT_EQ(jobs_.Get(a1)->attempts_size(), 0);
+
+  ASSERT_TRUE(jobs_.Cancel(a2, "").ok());
+  ASSERT_TRUE(jobs_.Resume(a1).ok()) << "room again";
+  EXPECT_EQ(State(a1), v1::JOB_STATE_QUEUED);
+}
+
 class RecoveryTest : public JobManagerTest {
  protected:
   std::unique_ptr<JobStore> OpenStore() {
@@ -1031,6 +1070,32 @@ TEST_F(RecoveryTest, JobsAndTheirEventsSurviveAndWorkersClaimTheirRanks) {
   EXPECT_EQ(after.Get(running)->state(), v1::JOB_STATE_SUCCEEDED);
   ASSERT_FALSE(inbox.empty());
   EXPECT_EQ(inbox.back().assign().job_id(), queued);
+}
+
+// The unfinished jobs read back count against the limits: a restart does
+// not reset them, and a finished job read back takes no place.
+TEST_F(RecoveryTest, TheUnfinishedJobsReadBackCountAgainstTheLimits) {
+  {
+    auto store = OpenStore();
+    JobManager before(&metrics_, &clock_, store.get());
+    ASSERT_TRUE(before.Submit(SmallSpec(), "alice").ok());
+    const std::string cancelled = before.Submit(SmallSpec(), "alice")->id();
+    ASSERT_TRUE(before.Cancel(cancelled, "").ok());
+    ASSERT_TRUE(before.Submit(SmallSpec(), "alice").ok());
+    before.Flush();
+  }
+  metrics::Registry registry;
+  ControllerMetrics metrics(&registry);
+  auto store = OpenStore();
+  JobManager after(&metrics, &clock_, store.get());
+  after.set_max_active_jobs(0, 2);
+  ASSERT_TRUE(after.Recover(std::chrono::seconds(60)).ok());
+  const StatusOr<v1::Job> refused = after.Submit(SmallSpec(), "alice");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("alice already has 2 unfinished jobs"),
+            std::string::npos)
+      << refused.status().message();
+  EXPECT_TRUE(after.Submit(SmallSpec(), "bob").ok());
 }
 
 TEST_F(RecoveryTest, APageTokenGoesOnWhereItStoppedAfterARestart) {
