@@ -25,7 +25,7 @@ AwakeClock::~AwakeClock() {
 
 AwakeClock::time_point AwakeClock::Now() {
   const std::chrono::steady_clock::time_point reading = steady_now_();
-  duration stalled_now{0};
+  duration stall{0};
   time_point now;
   {
     MutexLock lock(&mutex_);
@@ -34,16 +34,16 @@ AwakeClock::time_point AwakeClock::Now() {
     if (reading > last_reading_) {
       const duration gap = reading - last_reading_;
       if (gap > max_gap_) {
-        stalled_now = gap - max_gap_;
-        stalled_ += stalled_now;
+        stall = gap;
+        discounted_ += gap - max_gap_;
         unlogged_stalls_ += gap;
       }
       last_reading_ = reading;
     }
-    now = time_point(last_reading_.time_since_epoch() - stalled_);
+    now = time_point(last_reading_.time_since_epoch() - discounted_);
   }
-  if (stalled_now > duration::zero() && stalled_seconds_ != nullptr) {
-    stalled_seconds_->Increment(std::chrono::duration<double>(stalled_now).count());
+  if (stall > duration::zero() && stalled_seconds_ != nullptr) {
+    stalled_seconds_->Increment(std::chrono::duration<double>(stall).count());
   }
   return now;
 }

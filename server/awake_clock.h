@@ -34,7 +34,7 @@ class AwakeClock {
 
   static constexpr std::chrono::milliseconds kMaxGap{250};
 
-  // `stalled_seconds` (may be null) counts the time discounted. `steady_now`
+  // `stalled_seconds` (may be null) counts the stalls. `steady_now`
   // reads the steady clock (a fake one in tests; it is read concurrently).
   explicit AwakeClock(std::chrono::milliseconds max_gap = kMaxGap,
                       metrics::Counter* stalled_seconds = nullptr,
@@ -54,7 +54,7 @@ class AwakeClock {
 
   Mutex mutex_;
   std::chrono::steady_clock::time_point last_reading_ GUARDED_BY(mutex_);
-  duration stalled_ GUARDED_BY(mutex_){0};
+  duration discounted_ GUARDED_BY(mutex_){0};  // steady time not awake
   // Stalls (whole gaps) since the ticker last logged them.
   duration unlogged_stalls_ GUARDED_BY(mutex_){0};
   bool stopping_ GUARDED_BY(mutex_) = false;

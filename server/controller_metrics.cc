@@ -30,8 +30,9 @@ ControllerMetrics::ControllerMetrics(metrics::Registry* r)
                      ->WithLabels({ACCUMULUS_VERSION})),
       stalled_seconds(
           r->AddCounter("accumulus_controller_stalled_seconds_total",
-                        "Time the controller process did not run (stopped, frozen or starved of "
-                        "CPU for over 250 ms at a time); a worker's silence does not count it.")
+                        "Time the controller process did not run, in stalls of over 250 ms "
+                        "(stopped, frozen or starved of CPU); a worker's silence does not "
+                        "count it.")
               ->WithLabels({})),
       jobs(r->AddGauge("accumulus_jobs", "Jobs known to the controller, by state.", {"state"})),
       jobs_submitted(
