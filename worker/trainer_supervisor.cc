@@ -356,12 +356,11 @@ void TrainerSupervisor::ExplainOomKill(const Job& job, RankOutcome* outcome) con
   const int64_t kills = options_.oom_kills() - job.oom_kills_at_start;
   if (kills <= 0) return;
   outcome->reason +=
-      ": most likely by the kernel's OOM killer (this worker's memory cgroup "
-      "counted " +
+      ": most likely by the kernel's OOM killer (this worker's memory cgroup counted " +
       std::to_string(kills) +
-      " OOM kill(s) since the job started): its processes needed more memory "
-      "than the worker may use; lower micro_batch or memory_limit_bytes, or give "
-      "the worker more memory (--cpu-memory-fraction sets CPU slots' share)";
+      " OOM kill(s) since the job started): its processes needed more memory than "
+      "the worker may use; lower micro_batch or memory_limit_bytes, or give the "
+      "worker more memory (--cpu-memory-fraction sets CPU slots' share)";
   outcome->failure_class = v1::FAILURE_CLASS_OUT_OF_MEMORY;
 }
 
