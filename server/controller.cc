@@ -80,7 +80,9 @@ StatusOr<std::unique_ptr<Controller>> Controller::Start(const ControllerOptions&
   }
   std::unique_ptr<Controller> c(new Controller());
   c->metrics_ = std::make_unique<ControllerMetrics>(&c->registry_);
-  c->clock_ = std::make_unique<AwakeClock>(AwakeClock::kMaxGap, c->metrics_->stalled_seconds);
+  c->clock_ = std::make_unique<AwakeClock>(AwakeClock::kMaxGap, c->metrics_->stalled_seconds,
+                                           "the controller",
+                                           "workers' silence is measured without that time");
   grpc::EnableDefaultHealthCheckService(true);
   if (!options.health_listen_address.empty()) {
     // Its own server, so that nothing but the health service is plaintext;

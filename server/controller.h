@@ -18,7 +18,7 @@
 #include "common/status.h"
 #include "common/tls.h"
 #include "server/access_policy.h"
-#include "server/awake_clock.h"
+#include "common/awake_clock.h"
 #include "server/controller_metrics.h"
 #include "server/controller_service.h"
 #include "server/event_archive.h"

@@ -35,7 +35,7 @@
 #include "accumulus/v1/worker.pb.h"
 #include "common/mutex.h"
 #include "common/status.h"
-#include "server/awake_clock.h"
+#include "common/awake_clock.h"
 #include "server/controller_metrics.h"
 #include "server/event_ingest.h"
 #include "server/event_log.h"

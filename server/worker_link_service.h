@@ -33,7 +33,7 @@
 #include "accumulus/v1/worker.grpc.pb.h"
 #include "common/mutex.h"
 #include "common/status.h"
-#include "server/awake_clock.h"
+#include "common/awake_clock.h"
 #include "server/job_manager.h"
 
 namespace accumulus::server {

@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "common/awake_clock.h"
 #include "common/metrics/http_exporter.h"
 #include "common/metrics/registry.h"
 #include "common/status.h"
@@ -77,6 +78,9 @@ class WorkerDaemon {
 
   metrics::Registry registry_;
   WorkerMetrics metrics_;
+  // Sees and counts this daemon's own stalls.
+  AwakeClock clock_{AwakeClock::kMaxGap, metrics_.stalled_seconds, "this worker daemon",
+                    "its trainers stop by themselves after a stall longer than their lease"};
   v1::Register registration_;
   std::unique_ptr<TrainerSupervisor> supervisor_;
   std::unique_ptr<ControllerLink> link_;

@@ -32,7 +32,12 @@ WorkerMetrics::WorkerMetrics(metrics::Registry* r)
                                ->WithLabels({})),
       controller_reconnects(r->AddCounter("accumulus_worker_controller_reconnects_total",
                                           "Registrations with the controller after the first.")
-                                ->WithLabels({})) {
+                                ->WithLabels({})),
+      stalled_seconds(r->AddCounter("accumulus_worker_stalled_seconds_total",
+                                    "Time the worker daemon did not run, in stalls of over 250 "
+                                    "ms (stopped, frozen or starved of CPU); one longer than its "
+                                    "trainers' lease stops them.")
+                          ->WithLabels({})) {
   build_info->Set(1);
   // Both kinds from the start: a CPU node says it has 0 GPUs.
   for (const std::string& kind : EnumValueNameList(EnumTypeOf<v1::DeviceKind>())) {

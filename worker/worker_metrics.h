@@ -29,6 +29,9 @@ struct WorkerMetrics {
   metrics::Counter* messages_dropped;
   metrics::Gauge* controller_connected;
   metrics::Counter* controller_reconnects;
+  // Time the daemon did not run (AwakeClock): a stall longer than its
+  // trainers' lease stops them.
+  metrics::Counter* stalled_seconds;
 };
 
 }  // namespace accumulus::worker

@@ -17,6 +17,7 @@
 
 #include "accumulus/v1/controller.pb.h"
 #include "tests/support/engine_test_support.h"
+#include "tests/support/read_file.h"
 #include "tests/support/test_cluster.h"
 #include "worker/engine/state_dict.h"
 
@@ -295,6 +296,9 @@ TEST_F(RestartTest, AWorkerDaemonFrozenBrieflyEndsItsAttemptAsWorkerLost) {
               reason.find("worker " + frozen + " did not renew its lease") != std::string::npos)
       << reason;
   EXPECT_EQ(reason.find("no message for"), std::string::npos) << "not lost by the controller";
+  const std::string log = ReadFile(cluster_.WorkerLog(frozen));
+  EXPECT_TRUE(std::regex_search(log, std::regex("this worker daemon did not run for [0-9.]+ s")))
+      << "the daemon saw its own stall: " << log;
 }
 
 // The worker daemon frozen (SIGSTOP) past the controller's lost-worker

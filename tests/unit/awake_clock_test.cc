@@ -1,8 +1,8 @@
-// The controller's awake time: the steady clock, less the stretches the
-// process did not run. Driven by a steady clock the test sets, which also
+// A daemon's awake time: the steady clock, less the stretches the process
+// did not run. Driven by a steady clock the test sets, which also
 // counts its readings, so that the test can wait for the clock's own thread
 // to have read it.
-#include "server/awake_clock.h"
+#include "common/awake_clock.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include "common/metrics/registry.h"
 #include "common/mutex.h"
 
-namespace accumulus::server {
+namespace accumulus {
 namespace {
 
 using std::chrono::milliseconds;
@@ -48,7 +48,7 @@ class AwakeClockTest : public ::testing::Test {
   FakeSteadyClock steady_;
   metrics::Registry registry_;
   metrics::Counter* stalled_ = registry_.AddCounter("stalled_seconds_total", "")->WithLabels({});
-  AwakeClock clock_{milliseconds(250), stalled_, [this] { return steady_.Now(); }};
+  AwakeClock clock_{milliseconds(250), stalled_, "the test", "", [this] { return steady_.Now(); }};
 };
 
 TEST_F(AwakeClockTest, FollowsTheSteadyClockWhileTheProcessRuns) {
@@ -93,4 +93,4 @@ TEST_F(AwakeClockTest, NeverGoesBackwards) {
 }
 
 }  // namespace
-}  // namespace accumulus::server
+}  // namespace accumulus

@@ -1,15 +1,17 @@
-#include "server/awake_clock.h"
+#include "common/awake_clock.h"
 
 #include <spdlog/spdlog.h>
 
 #include <utility>
 
-namespace accumulus::server {
+namespace accumulus {
 
 AwakeClock::AwakeClock(std::chrono::milliseconds max_gap, metrics::Counter* stalled_seconds,
-                       SteadyNow steady_now)
+                       std::string who, std::string costs, SteadyNow steady_now)
     : max_gap_(max_gap),
       stalled_seconds_(stalled_seconds),
+      who_(std::move(who)),
+      costs_(std::move(costs)),
       steady_now_(std::move(steady_now)),
       last_reading_(steady_now_()),
       ticker_([this] { Tick(); }) {}
@@ -65,12 +67,11 @@ void AwakeClock::Tick() {
     // Here, not in Now(): its callers may hold locks under which nothing
     // waits on a write.
     if (stalls > duration::zero()) {
-      spdlog::warn(
-          "the controller did not run for {:.3f} s (stopped, frozen or starved of CPU); "
-          "workers' silence is measured without that time",
-          std::chrono::duration<double>(stalls).count());
+      spdlog::warn("{} did not run for {:.3f} s (stopped, frozen or starved of CPU){}{}", who_,
+                   std::chrono::duration<double>(stalls).count(), costs_.empty() ? "" : "; ",
+                   costs_);
     }
   }
 }
 
-}  // namespace accumulus::server
+}  // namespace accumulus

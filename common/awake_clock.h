@@ -1,14 +1,16 @@
-// The time the controller was able to run, for measuring a worker's silence.
+// The time a daemon was able to run: for the controller, to measure a
+// worker's silence; for both daemons, to see and count their own stalls.
 #pragma once
 
 #include <chrono>
 #include <functional>
+#include <string>
 #include <thread>
 
 #include "common/metrics/registry.h"
 #include "common/mutex.h"
 
-namespace accumulus::server {
+namespace accumulus {
 
 // The steady clock, less the stretches the controller process did not run:
 // stopped (SIGSTOP, a debugger), frozen (a cgroup freezer, a paused
@@ -34,10 +36,13 @@ class AwakeClock {
 
   static constexpr std::chrono::milliseconds kMaxGap{250};
 
-  // `stalled_seconds` (may be null) counts the stalls. `steady_now`
-  // reads the steady clock (a fake one in tests; it is read concurrently).
+  // `stalled_seconds` (may be null) counts the stalls; the log names the
+  // process `who` ("the controller") and says what a stall `costs`.
+  // `steady_now` reads the steady clock (a fake one in tests; it is read
+  // concurrently).
   explicit AwakeClock(std::chrono::milliseconds max_gap = kMaxGap,
-                      metrics::Counter* stalled_seconds = nullptr,
+                      metrics::Counter* stalled_seconds = nullptr, std::string who = "the process",
+                      std::string costs = "",
                       SteadyNow steady_now = std::chrono::steady_clock::now);
   ~AwakeClock();
   AwakeClock(const AwakeClock&) = delete;
@@ -50,6 +55,8 @@ class AwakeClock {
 
   const duration max_gap_;
   metrics::Counter* const stalled_seconds_;
+  const std::string who_;
+  const std::string costs_;
   const SteadyNow steady_now_;
 
   Mutex mutex_;
@@ -62,4 +69,4 @@ class AwakeClock {
   std::thread ticker_;  // last: it reads the members above
 };
 
-}  // namespace accumulus::server
+}  // namespace accumulus
