@@ -5,7 +5,6 @@
 // take from everyone.
 #include <google/protobuf/util/json_util.h>
 #include <gtest/gtest.h>
-#include <httplib.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -254,16 +253,9 @@ TEST(ControlPlane, WatchStreamsAreBoundedPerCallerAndInAll) {
 
   admin_1->Signal(SIGTERM);
   admin_1->Wait();
-  httplib::Client http("127.0.0.1", cluster.metrics_port());
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  for (bool closed = false; !closed;) {
-    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the stream never ended";
-    auto metrics = http.Get("/metrics");
-    ASSERT_TRUE(metrics);
-    closed = metrics->body.find("\naccumulus_watchers 2\n") != std::string::npos;
-    // Polled: the controller's doing, in another process.
-    if (!closed) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  ASSERT_TRUE(cluster.WaitForMetricLine(
+      "accumulus_watchers 2", std::chrono::steady_clock::now() + std::chrono::seconds(30)))
+      << "the stream never ended";
   std::unique_ptr<Subprocess> viewer_2 = open_watch(tokens.viewer);
   for (auto* watch : {admin_2.get(), viewer.get(), viewer_2.get()}) {
     watch->Signal(SIGTERM);

@@ -122,15 +122,9 @@ TEST(ControllerRestart, AStoreThatStopsWritingLosesNoStepAcrossAKill) {
   limit.rlim_cur = 0;
   ASSERT_EQ(prlimit(cluster.controller_pid(), RLIMIT_FSIZE, &limit, nullptr), 0);
 
-  httplib::Client http("127.0.0.1", cluster.metrics_port());
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
-  for (bool unwritable = false; !unwritable;) {
-    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the store never failed a commit";
-    auto metrics = http.Get("/metrics");
-    ASSERT_TRUE(metrics);
-    unwritable = metrics->body.find("\naccumulus_store_writable 0\n") != std::string::npos;
-    if (!unwritable) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  ASSERT_TRUE(cluster.WaitForMetricLine("accumulus_store_writable 0", deadline))
+      << "the store never failed a commit";
   CliResult refused = cluster.Cli({"submit", cluster.WriteSpec("refused.yaml", R"(
 model: {kind: mlp}
 data: {samples: 16, features: 4}

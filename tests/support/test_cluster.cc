@@ -1,5 +1,6 @@
 #include "tests/support/test_cluster.h"
 
+#include <httplib.h>
 #include <signal.h>
 #include <stdlib.h>
 
@@ -292,6 +293,21 @@ bool TestCluster::WaitForWorkers(const std::vector<std::string>& ids,
     if (std::chrono::steady_clock::now() >= deadline) return false;
     // Registration is another process's doing: polled, at a short interval.
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+bool TestCluster::WaitForMetricLine(const std::string& line,
+                                    std::chrono::steady_clock::time_point deadline) const {
+  httplib::Client http("127.0.0.1", metrics_port_);
+  while (true) {
+    const auto page = http.Get("/metrics");
+    if (page && page->status == 200 &&
+        ("\n" + page->body).find("\n" + line + "\n") != std::string::npos) {
+      return true;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    // The controller's doing, in another process: polled, at a short interval.
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
 }
 

@@ -94,6 +94,10 @@ class TestCluster {
   // are not by `deadline`.
   bool WaitForWorkers(const std::vector<std::string>& ids,
                       std::chrono::steady_clock::time_point deadline) const;
+  // Polls the controller's /metrics until it has the line `line`
+  // ("accumulus_watchers 2"); false if it does not by `deadline`.
+  bool WaitForMetricLine(const std::string& line,
+                         std::chrono::steady_clock::time_point deadline) const;
 
   // Runs the CLI against this controller to completion, as the admin.
   CliResult Cli(const std::vector<std::string>& args) const;
