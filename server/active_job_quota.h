@@ -31,8 +31,6 @@ class ActiveJobQuota {
   // new, or read back from the store).
   void Moved(const std::string& owner, v1::JobState from, v1::JobState to);
 
-  int64_t active() const { return active_; }
-
  private:
   int64_t total_ = 0;
   int64_t per_owner_ = 0;
