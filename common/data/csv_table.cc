@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <optional>
-#include <sstream>
 #include <string_view>
 
 #include "common/data/class_labels.h"
@@ -12,11 +11,11 @@
 namespace accumulus::data {
 namespace {
 
-// One line's fields, trimmed of spaces (and of a CRLF file's carriage
-// return). A field may be quoted as RFC 4180 says — `"1.5"`, `"a, b"`,
-// `"say ""x"""` — as spreadsheets and R's write.csv quote headers and text;
-// a quote opened must close on the same line. Null when one does not, or
-// text follows a closing quote (`*error` says which).
+// One line's fields, trimmed of spaces and tabs. A field may be quoted as
+// RFC 4180 says — `"1.5"`, `"a, b"`, `"say ""x"""` — as spreadsheets and R's
+// write.csv quote headers and text; a quote opened must close on the same
+// line. Null when one does not, or text follows a closing quote (`*error`
+// says which).
 std::optional<std::vector<std::string>> SplitFields(const std::string& line, std::string* error) {
   std::vector<std::string> fields;
   size_t i = 0;
@@ -95,14 +94,19 @@ StatusOr<CsvTable> ParseCsv(const std::string& text, const CsvConfig& config) {
   constexpr std::string_view kByteOrderMark = "\xEF\xBB\xBF";
   const size_t start =
       text.compare(0, kByteOrderMark.size(), kByteOrderMark) == 0 ? kByteOrderMark.size() : 0;
-  std::istringstream lines(text.substr(start));
   std::string line;
   int64_t line_number = 0;
   std::vector<std::string> header;
   std::vector<std::vector<double>> rows;
   std::vector<int64_t> row_lines;  // each row's line in the file
   size_t columns = 0;
-  while (std::getline(lines, line)) {
+  for (size_t at = start; at < text.size();) {
+    // A line ends at LF, CRLF or a lone CR (classic Mac OS line ends, which
+    // Excel for Mac still writes as "CSV (Macintosh)"); read by LF alone,
+    // such a file would be one line of one header and no rows.
+    const size_t end = std::min(text.find_first_of("\r\n", at), text.size());
+    line.assign(text, at, end - at);
+    at = end + (text.compare(end, 2, "\r\n") == 0 ? 2 : 1);
     ++line_number;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;  // blank
     std::string split_error;

@@ -108,6 +108,21 @@ TEST(DataFormats, CsvTakesQuotedFieldsAsSpreadsheetsAndRWriteThem) {
       << "a trailing comma is an empty last field";
 }
 
+TEST(DataFormats, CsvLinesEndAtLfCrlfOrALoneCr) {
+  CsvConfig config;
+  config.path = "t.csv";
+  for (const std::string eol : {"\n", "\r\n", "\r"}) {
+    const auto table = ParseCsv("a,b,y" + eol + "1,2,0" + eol + eol + "3,4,1" + eol, config);
+    ASSERT_TRUE(table.ok()) << table.status().ToString();
+    EXPECT_EQ(table->rows, 2);
+    EXPECT_EQ(table->inputs, (std::vector<float>{1, 2, 3, 4}));
+    EXPECT_EQ(table->targets, (std::vector<double>{0, 1}));
+    // Lines are counted at each line end, the blank one too.
+    EXPECT_EQ(ParseCsv("a,b,y" + eol + "1,2,0" + eol + eol + "3,x,1", config).status().message(),
+              "t.csv:4: column 2: expected a number");
+  }
+}
+
 TEST(DataFormats, TokensNeedAPositiveSequenceLength) {
   TokenConfig config;
   config.path = "t.bin";
