@@ -218,6 +218,24 @@ def test_every_value_must_be_of_its_fields_type_as_the_cli_reads_it(tmp_path):
     assert error(path) == f"{path}: line 5: model.hidden[1] 2.5 is not a whole number"
 
 
+def test_numpy_values_are_the_numbers_and_lists_they_hold():
+    np = pytest.importorskip("numpy")
+    spec = accumulus.load_spec({
+        "micro_batch": np.int64(8), "accumulation_steps": np.int32(4),
+        "optimizer": {"lr": np.float32(0.5), "nesterov": np.bool_(True)},
+        "model": {"kind": "mlp", "hidden": np.array([64, 32])},
+        "labels": {"fold": np.int64(3)},
+    })
+    assert (spec.micro_batch, spec.accumulation_steps) == (8, 4)
+    assert spec.optimizer.lr == 0.5 and spec.optimizer.nesterov
+    assert list(spec.model.hidden) == [64, 32]
+    assert spec.labels["fold"] == "3"
+    with pytest.raises(accumulus.SpecError, match=r"model.hidden\[1\] 2.5 is not a whole number"):
+        accumulus.load_spec({"model": {"hidden": np.array([8, 2.5])}})
+    with pytest.raises(accumulus.SpecError, match=r"optimizer.lr nan is not a finite number"):
+        accumulus.load_spec({"optimizer": {"lr": np.float64("nan")}})
+
+
 def test_list_pages_through_every_job_with_the_servers_filters(cluster):
     tag = uuid.uuid4().hex[:8]
     with cluster.client() as c:

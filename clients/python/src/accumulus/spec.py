@@ -110,6 +110,16 @@ def _closest_field(desc: _descriptor.Descriptor, key: str):
     return best
 
 
+def _plain(value: Any) -> Any:
+    """NumPy's scalars and arrays (and torch's tensors) as the Python values
+    they hold: ML code's numbers often are those (``np.int64(8)``,
+    ``np.bool_``, ``np.array([512, 256])``), which are not ``int``, ``bool``
+    or ``list``."""
+    if not isinstance(value, (str, bytes, Mapping)) and callable(getattr(value, "tolist", None)):
+        return value.tolist()
+    return value
+
+
 class _Converter:
     """The dict in the YAML's shape -> the dict json_format parses (closed
     sets spelled as the proto names them), naming the source on errors."""
@@ -144,6 +154,7 @@ class _Converter:
         return out
 
     def field(self, value: Any, field: _descriptor.FieldDescriptor, path: str) -> Any:
+        value = _plain(value)
         if value is None:
             return None
         if field.message_type is not None and field.message_type.GetOptions().map_entry:
@@ -165,6 +176,7 @@ class _Converter:
 
     def scalar(self, value: Any, field: _descriptor.FieldDescriptor, path: str) -> Any:
         self.path = path  # a list item's error is on the item's line
+        value = _plain(value)
         if field.enum_type is not None:
             return self.enum(value, field.enum_type, path)
         if field.type == _FD.TYPE_STRING:
