@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cmath>
+#include <cstring>
 #include <fstream>
 
 #include "tests/support/engine_test_support.h"
@@ -20,8 +22,9 @@ class FileDatasetTest : public ::testing::Test {
     return path;
   }
 
-  static std::string Idx(std::vector<uint32_t> dims, const std::vector<uint8_t>& data) {
-    std::string out = {0, 0, 0x08, static_cast<char>(dims.size())};
+  static std::string Idx(std::vector<uint32_t> dims, const std::vector<uint8_t>& data,
+                         uint8_t type = 0x08) {
+    std::string out = {0, 0, static_cast<char>(type), static_cast<char>(dims.size())};
     for (uint32_t d : dims) {
       for (int shift : {24, 16, 8, 0}) out.push_back(static_cast<char>((d >> shift) & 0xFF));
     }
@@ -148,15 +151,86 @@ TEST_F(FileDatasetTest, IdxImagesAndLabelsRoundTrip) {
   EXPECT_EQ(b.targets.item<int64_t>(), 3);
 }
 
+// Big-endian bytes of each value, as IDX stores them.
+template <typename T>
+std::vector<uint8_t> BigEndianBytes(const std::vector<T>& values) {
+  std::vector<uint8_t> out;
+  for (T v : values) {
+    uint8_t bytes[sizeof(T)];
+    std::memcpy(bytes, &v, sizeof(T));
+    for (size_t i = sizeof(T); i-- > 0;) out.push_back(bytes[i]);
+  }
+  return out;
+}
+
+TEST_F(FileDatasetTest, IdxOfEveryTypeIsReadAsTheNumbersItHolds) {
+  DataConfig c;
+  c.kind = DataKind::kIdx;
+  // int16 samples are the numbers they are, not pixels; int32 labels.
+  c.path = Write("s.idx2", Idx({2, 3}, BigEndianBytes<int16_t>({-300, 0, 7, 1, 2, 32767}), 0x0B));
+  c.labels_path = Write("l.idx1", Idx({2}, BigEndianBytes<int32_t>({2, 0}), 0x0C));
+  auto data = LoadIdxDataset(c);
+  ASSERT_TRUE(data.ok()) << data.status().ToString();
+  EXPECT_EQ((*data)->shape().features, 3);
+  EXPECT_EQ((*data)->shape().outputs, 3);
+  Batch b = (*data)->Gather(torch::tensor({0, 1}));
+  EXPECT_TRUE(torch::equal(b.inputs, torch::tensor({{-300.f, 0.f, 7.f}, {1.f, 2.f, 32767.f}})));
+  EXPECT_TRUE(torch::equal(b.targets, torch::tensor({2, 0}, torch::kInt64)));
+
+  // float64 samples and float32 targets of two values a sample: regression.
+  c.task = DataTask::kRegression;
+  c.path = Write("s.idx1", Idx({2}, BigEndianBytes<double>({0.25, -1.5}), 0x0E));
+  c.labels_path = Write("t.idx2", Idx({2, 2}, BigEndianBytes<float>({1, 2, 3, 4.5}), 0x0D));
+  data = LoadIdxDataset(c);
+  ASSERT_TRUE(data.ok()) << data.status().ToString();
+  EXPECT_EQ((*data)->shape().features, 1);
+  EXPECT_EQ((*data)->shape().outputs, 2);
+  b = (*data)->Gather(torch::tensor({1, 0}));
+  EXPECT_TRUE(torch::equal(b.inputs, torch::tensor({{-1.5f}, {0.25f}})));
+  EXPECT_TRUE(torch::equal(b.targets, torch::tensor({{3.f, 4.5f}, {1.f, 2.f}})));
+  c.outputs = 3;
+  EXPECT_EQ(
+      LoadIdxDataset(c).status().message(),
+      "data.outputs 3 is not the 2 target(s) per sample of data.labels_path " + c.labels_path);
+  c.outputs = 0;
+  c.labels_path = Write("t.idx2", Idx({3, 1}, BigEndianBytes<float>({1, 2, 3}), 0x0D));
+  EXPECT_EQ(LoadIdxDataset(c).status().message(),
+            "data.labels_path " + c.labels_path +
+                ": expected 2 targets in the first dimension (one per sample of " + c.path + ")");
+
+  // Signed and fractional labels are no classes; NaN and values beyond a
+  // float are no data, each named at its byte.
+  c.task = DataTask::kClassification;
+  c.labels_path = Write("l.idx1", Idx({2}, {0, 0xFF}, 0x09));  // -1
+  EXPECT_EQ(LoadIdxDataset(c).status().message(),
+            "data.labels_path " + c.labels_path +
+                ": at byte 9: expected a class index from 0 to 1048575 (or declare data.outputs)");
+  c.labels_path = Write("l.idx1", Idx({2}, BigEndianBytes<float>({1, 0.5}), 0x0D));
+  EXPECT_EQ(LoadIdxDataset(c).status().message(),
+            "data.labels_path " + c.labels_path +
+                ": at byte 12: expected a class index from 0 to 1048575 (or declare data.outputs)");
+  c.labels_path = Write("l.idx1", Idx({2}, BigEndianBytes<float>({1, 0}), 0x0D));
+  ASSERT_TRUE(LoadIdxDataset(c).ok());
+  for (const double bad : {std::nan(""), 1e39}) {
+    c.path = Write("s.idx1", Idx({2}, BigEndianBytes<double>({0.25, bad}), 0x0E));
+    EXPECT_EQ(LoadIdxDataset(c).status().message(),
+              "data.path " + c.path +
+                  ": at byte 16: expected a finite number (not nan, inf or beyond the range of a "
+                  "float)");
+  }
+}
+
 TEST_F(FileDatasetTest, GarbledIdxNamesTheByteOffset) {
   DataConfig c;
   c.kind = DataKind::kIdx;
   c.labels_path = Write("labels.idx1", Idx({2}, {0, 1}));
   std::string wrong_type = Idx({2, 2, 2}, std::vector<uint8_t>(8));
-  wrong_type[2] = 0x0D;  // float
-  c.path = Write("float.idx3", wrong_type);
+  wrong_type[2] = 0x0A;  // no type of the format
+  c.path = Write("typeless.idx3", wrong_type);
   EXPECT_EQ(LoadIdxDataset(c).status().message(),
-            "data.path " + c.path + ": at byte 2: expected type 0x08 (unsigned byte), found 0x0d");
+            "data.path " + c.path +
+                ": at byte 2: expected an IDX type: 0x08 (unsigned byte), 0x09 (signed byte), 0x0b "
+                "(int16), 0x0c (int32), 0x0d (float32) or 0x0e (float64); found 0x0a");
   c.path = Write("short.idx3", Idx({2, 2, 2}, std::vector<uint8_t>(5)));
   EXPECT_EQ(LoadIdxDataset(c).status().message(),
             "data.path " + c.path +
@@ -264,6 +338,32 @@ TEST_F(FileDatasetTest, TrainsAnMlpOnACsvFile) {
   EXPECT_EQ(sink.run.samples_per_epoch, 40);
   EXPECT_EQ(sink.steps.size(), 25u);
   EXPECT_LT(sink.steps.back().loss, sink.steps.front().loss);
+}
+
+TEST_F(FileDatasetTest, TrainsAnMlpRegressionOnFloatIdxFiles) {
+  // Two features, two targets each: their sum and their difference.
+  std::vector<float> features, targets;
+  for (int i = 0; i < 32; ++i) {
+    const float a = static_cast<float>(i % 8) / 8, b = static_cast<float>(i % 5) / 5;
+    features.insert(features.end(), {a, b});
+    targets.insert(targets.end(), {a + b, a - b});
+  }
+  TrainConfig c;
+  c.data.kind = DataKind::kIdx;
+  c.data.task = DataTask::kRegression;
+  c.data.path = Write("x.idx2", Idx({32, 2}, BigEndianBytes(features), 0x0D));
+  c.data.labels_path = Write("y.idx2", Idx({32, 2}, BigEndianBytes(targets), 0x0D));
+  c.model.hidden = {8};
+  c.optimizer.lr = 0.1;
+  c.micro_batch = 4;
+  c.accumulation_steps = 2;
+  c.epochs = 10;
+  Quiet sink;
+  const Status status = Train(c, &sink);
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  EXPECT_EQ(sink.run.samples_per_epoch, 32);
+  EXPECT_EQ(sink.steps.size(), 40u);
+  EXPECT_LT(sink.steps.back().loss, sink.steps.front().loss / 2);
 }
 
 TEST_F(FileDatasetTest, TrainsACharLmOnATokenFileCountingItsTargetTokens) {

@@ -20,8 +20,8 @@
 namespace accumulus::data {
 namespace {
 
-std::string Idx(const std::vector<uint32_t>& dims, const std::string& data) {
-  std::string out = {0, 0, 0x08, static_cast<char>(dims.size())};
+std::string Idx(const std::vector<uint32_t>& dims, const std::string& data, char type = 0x08) {
+  std::string out = {0, 0, type, static_cast<char>(dims.size())};
   for (uint32_t d : dims) {
     for (int shift : {24, 16, 8, 0}) out.push_back(static_cast<char>((d >> shift) & 0xFF));
   }
@@ -33,6 +33,37 @@ TEST(DataFormats, IdxDimensionsWhoseProductOverflowsAreRefusedAtTheirByte) {
   ASSERT_FALSE(parsed.ok());
   EXPECT_EQ(parsed.status().message(),
             "data.path x.idx: at byte 16: expected dimensions whose product fits a file");
+}
+
+TEST(DataFormats, IdxElementsAreBigEndianValuesOfTheirType) {
+  struct Case {
+    char type;
+    std::string bytes;  // two elements
+    double first, second;
+  };
+  for (const Case& c : std::vector<Case>{
+           {0x08, "\xFF\x01", 255, 1},
+           {0x09, "\xFF\x7F", -1, 127},
+           {0x0B, std::string("\x80\x00\x01\x02", 4), -32768, 258},
+           {0x0C, std::string("\xFF\xFF\xFF\xFE\x00\x01\x00\x00", 8), -2, 65536},
+           {0x0D, std::string("\x3F\xC0\x00\x00\xC1\x20\x00\x00", 8), 1.5, -10},
+           {0x0E, std::string("\x3F\xD0\0\0\0\0\0\0\x40\x59\0\0\0\0\0\0", 16), 0.25, 100},
+       }) {
+    const std::string file = Idx({2}, c.bytes, c.type);
+    const auto array = ParseIdx("data.path", "x.idx", file);
+    ASSERT_TRUE(array.ok()) << int{c.type} << ": " << array.status().ToString();
+    EXPECT_EQ((*array)[0], c.first) << int{c.type};
+    EXPECT_EQ((*array)[1], c.second) << int{c.type};
+    EXPECT_EQ(array->OffsetOf(1), 8 + c.bytes.size() / 2);
+    // One byte short of the type's two elements.
+    EXPECT_EQ(ParseIdx("data.path", "x.idx", file.substr(0, file.size() - 1)).status().message(),
+              "data.path x.idx: at byte 8: expected " + std::to_string(c.bytes.size()) +
+                  " data bytes for dimensions of the header, found " +
+                  std::to_string(c.bytes.size() - 1));
+  }
+  // Elements whose bytes overflow though their count does not.
+  EXPECT_EQ(ParseIdx("data.path", "x.idx", Idx({1u << 31, 1u << 31}, "", 0x0E)).status().message(),
+            "data.path x.idx: at byte 8: expected dimensions whose product fits a file");
 }
 
 TEST(DataFormats, IdxLabelsAreOnePerSampleAndBelowTheDeclaredClasses) {

@@ -19,6 +19,18 @@ StatusOr<std::string> ReadFile(const std::string& field, const std::string& path
   return std::string((*file)->bytes());
 }
 
+// An IDX array's elements as a flat tensor of `dtype` (float32 or int64).
+torch::Tensor IdxValues(const data::IdxArray& array, torch::ScalarType dtype) {
+  if (array.type == data::IdxType::kUint8) {
+    return torch::from_blob(const_cast<uint8_t*>(array.data), {array.count}, torch::kUInt8)
+        .to(dtype);
+  }
+  torch::Tensor values = torch::empty({array.count}, torch::kFloat64);
+  double* out = values.data_ptr<double>();
+  for (int64_t i = 0; i < array.count; ++i) out[i] = array[i];
+  return values.to(dtype);
+}
+
 }  // namespace
 
 StatusOr<std::unique_ptr<Dataset>> LoadCsvDataset(const DataConfig& config) {
@@ -53,20 +65,31 @@ StatusOr<std::unique_ptr<Dataset>> LoadIdxDataset(const DataConfig& config) {
   StatusOr<data::IdxArray> labels =
       data::ParseIdx("data.labels_path", config.labels_path, *label_bytes);
   if (!labels.ok()) return labels.status();
-  StatusOr<int64_t> classes = data::CheckIdxLabels(*labels, samples->dims[0], config.labels_path,
-                                                   config.path, config.outputs);
-  if (!classes.ok()) return classes.status();
   const int64_t n = samples->dims[0];
+  const bool regression = config.task == DataTask::kRegression;
+  StatusOr<int64_t> outputs =
+      regression
+          ? data::CheckIdxTargets(*labels, n, config.labels_path, config.path)
+          : data::CheckIdxLabels(*labels, n, config.labels_path, config.path, config.outputs);
+  if (!outputs.ok()) return outputs.status();
+  if (regression && config.outputs > 0 && config.outputs != *outputs) {
+    return Status::InvalidArgument("data.outputs " + std::to_string(config.outputs) +
+                                   " is not the " + std::to_string(*outputs) +
+                                   " target(s) per sample of data.labels_path " +
+                                   config.labels_path);
+  }
   std::vector<int64_t> sizes = samples->dims;
+  if (sizes.size() == 1) sizes.push_back(1);                  // one feature a sample
   if (sizes.size() == 3) sizes.insert(sizes.begin() + 1, 1);  // images: one channel
-  torch::Tensor inputs = torch::from_blob(const_cast<uint8_t*>(samples->data), sizes, torch::kUInt8)
-                             .to(torch::kFloat32)
-                             .div_(255.0);
-  torch::Tensor targets =
-      torch::from_blob(const_cast<uint8_t*>(labels->data), {n}, torch::kUInt8).to(torch::kInt64);
+  // Unsigned bytes are pixels, scaled to [0, 1]; other types are the numbers
+  // they hold.
+  torch::Tensor inputs = IdxValues(*samples, torch::kFloat32).reshape(sizes);
+  if (samples->type == data::IdxType::kUint8) inputs.div_(255.0);
+  torch::Tensor targets = regression ? IdxValues(*labels, torch::kFloat32).reshape({n, *outputs})
+                                     : IdxValues(*labels, torch::kInt64);
   DataShape shape;
-  shape.features = inputs[0].numel();
-  shape.outputs = *classes;
+  shape.features = n > 0 ? inputs[0].numel() : 0;
+  shape.outputs = *outputs;
   if (sizes.size() == 4 && sizes[2] == sizes[3]) {
     shape.channels = sizes[1];
     shape.image_size = sizes[2];
