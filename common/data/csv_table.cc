@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <string_view>
 
@@ -11,19 +12,52 @@
 namespace accumulus::data {
 namespace {
 
-// One line's fields, trimmed of spaces and tabs. A field may be quoted as
-// RFC 4180 says — `"1.5"`, `"a, b"`, `"say ""x"""` — as spreadsheets and R's
-// write.csv quote headers and text; a quote opened must close on the same
-// line. Null when one does not, or text follows a closing quote (`*error`
-// says which).
-std::optional<std::vector<std::string>> SplitFields(const std::string& line, std::string* error) {
+// The file's delimiter, from its first line: a comma, unless that line has
+// none outside quotes but has tabs (a TSV file) or semicolons (CSV as
+// spreadsheets write it where the decimal separator is a comma).
+char DelimiterOf(const std::string& line) {
+  bool quoted = false;
+  int commas = 0, tabs = 0, semicolons = 0;
+  for (char c : line) {
+    if (c == '"') {
+      quoted = !quoted;
+    } else if (!quoted) {
+      commas += c == ',';
+      tabs += c == '\t';
+      semicolons += c == ';';
+    }
+  }
+  if (commas == 0 && tabs > 0) return '\t';
+  if (commas == 0 && semicolons > 0) return ';';
+  return ',';
+}
+
+std::string SeparatedBy(char delimiter) {
+  switch (delimiter) {
+    case '\t':
+      return "tab-separated";
+    case ';':
+      return "semicolon-separated";
+    default:
+      return "comma-separated";
+  }
+}
+
+// One line's fields, trimmed of spaces (and tabs, when they do not separate
+// the fields). A field may be quoted as RFC 4180 says — `"1.5"`, `"a, b"`,
+// `"say ""x"""` — as spreadsheets and R's write.csv quote headers and text;
+// a quote opened must close on the same line. Null when one does not, or
+// text follows a closing quote (`*error` says which).
+std::optional<std::vector<std::string>> SplitFields(const std::string& line, char delimiter,
+                                                    std::string* error) {
+  const char* const blanks = delimiter == '\t' ? " " : " \t";
   std::vector<std::string> fields;
   size_t i = 0;
-  const auto skip_spaces = [&] {
-    while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) ++i;
+  const auto skip_blanks = [&] {
+    while (i < line.size() && std::strchr(blanks, line[i]) != nullptr) ++i;
   };
   while (true) {
-    skip_spaces();
+    skip_blanks();
     std::string field;
     if (i < line.size() && line[i] == '"') {
       const size_t column = fields.size() + 1;
@@ -40,24 +74,24 @@ std::optional<std::vector<std::string>> SplitFields(const std::string& line, std
           break;
         }
       }
-      skip_spaces();
+      skip_blanks();
       if (!closed) {
         *error = "column " + std::to_string(column) + ": a quoted field does not end on its line";
         return std::nullopt;
       }
-      if (i < line.size() && line[i] != ',') {
+      if (i < line.size() && line[i] != delimiter) {
         *error = "column " + std::to_string(column) + ": text after a quoted field's closing quote";
         return std::nullopt;
       }
     } else {
-      const size_t comma = std::min(line.find(',', i), line.size());
-      field = line.substr(i, comma - i);
-      field.erase(field.find_last_not_of(" \t\r") + 1);  // npos + 1 == 0: all spaces
-      i = comma;
+      const size_t end = std::min(line.find(delimiter, i), line.size());
+      field = line.substr(i, end - i);
+      field.erase(field.find_last_not_of(blanks) + 1);  // npos + 1 == 0: all blanks
+      i = end;
     }
     fields.push_back(std::move(field));
     if (i >= line.size()) return fields;
-    ++i;  // the comma
+    ++i;  // the delimiter
   }
 }
 
@@ -100,6 +134,7 @@ StatusOr<CsvTable> ParseCsv(const std::string& text, const CsvConfig& config) {
   std::vector<std::vector<double>> rows;
   std::vector<int64_t> row_lines;  // each row's line in the file
   size_t columns = 0;
+  char delimiter = 0;  // from the first line
   for (size_t at = start; at < text.size();) {
     // A line ends at LF, CRLF or a lone CR (classic Mac OS line ends, which
     // Excel for Mac still writes as "CSV (Macintosh)"); read by LF alone,
@@ -109,8 +144,10 @@ StatusOr<CsvTable> ParseCsv(const std::string& text, const CsvConfig& config) {
     at = end + (text.compare(end, 2, "\r\n") == 0 ? 2 : 1);
     ++line_number;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;  // blank
+    if (delimiter == 0) delimiter = DelimiterOf(line);
     std::string split_error;
-    const std::optional<std::vector<std::string>> split = SplitFields(line, &split_error);
+    const std::optional<std::vector<std::string>> split =
+        SplitFields(line, delimiter, &split_error);
     if (!split) return Status::InvalidArgument(At(config.path, line_number) + ": " + split_error);
     const std::vector<std::string>& fields = *split;
     std::vector<double> row(fields.size());
@@ -124,8 +161,8 @@ StatusOr<CsvTable> ParseCsv(const std::string& text, const CsvConfig& config) {
     if (columns == 0) columns = fields.size();
     if (fields.size() != columns) {
       return Status::InvalidArgument(At(config.path, line_number) + ": expected " +
-                                     std::to_string(columns) + " comma-separated columns, found " +
-                                     std::to_string(fields.size()));
+                                     std::to_string(columns) + " " + SeparatedBy(delimiter) +
+                                     " columns, found " + std::to_string(fields.size()));
     }
     // Never quoting the field: the file may hold what its reader may not
     // see (the error reaches whoever submitted the job).

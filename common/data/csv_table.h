@@ -27,8 +27,10 @@ struct CsvTable {
 };
 
 // Numeric columns, one sample per line; the first line is a header when any
-// of its fields is not a number; blank lines are skipped; CRLF, a UTF-8 byte
-// order mark and RFC 4180 quoted fields (on one line) are fine.
+// of its fields is not a number; blank lines are skipped; LF, CRLF or CR line
+// ends, a UTF-8 byte order mark and RFC 4180 quoted fields (on one line) are
+// fine. Fields are separated by commas, or by tabs or semicolons when the
+// first line has those and no comma.
 // Every value is finite; a class label is an index below the declared
 // classes (else below the most a job may have). INVALID_ARGUMENT names the
 // file, the line and the column and what was expected there — never what

@@ -154,6 +154,32 @@ TEST(DataFormats, CsvLinesEndAtLfCrlfOrALoneCr) {
   }
 }
 
+TEST(DataFormats, CsvFieldsAreSeparatedByTheFirstLinesCommasTabsOrSemicolons) {
+  CsvConfig config;
+  config.path = "t.csv";
+  config.label_column = "y";
+  for (const std::string separator : {",", "\t", ";"}) {
+    const std::string s = separator;
+    // Spaces around fields, and a quoted name holding the other separators.
+    const auto table = ParseCsv("\"a, b\t;\"" + s + " b " + s + "y\n1" + s + "2.5 " + s + "0\n" +
+                                    "-3" + s + "\"4\"" + s + "1\n",
+                                config);
+    ASSERT_TRUE(table.ok()) << table.status().ToString();
+    EXPECT_EQ(table->inputs, (std::vector<float>{1, 2.5, -3, 4}));
+    EXPECT_EQ(table->targets, (std::vector<double>{0, 1}));
+  }
+  // A tab-separated file's commas are no separators: a decimal comma is no
+  // number.
+  EXPECT_EQ(ParseCsv("a\tb\ty\n1,5\t2\t0\n", config).status().message(),
+            "t.csv:2: column 1: expected a number");
+  EXPECT_EQ(ParseCsv("a;b;y\n1;2;0\n1;2\n", config).status().message(),
+            "t.csv:3: expected 3 semicolon-separated columns, found 2");
+  // With a comma on the first line, the file is comma-separated.
+  config.label_column = "";
+  EXPECT_EQ(ParseCsv("1,2,0\n1,2;3,1\n", config).status().message(),
+            "t.csv:2: column 2: expected a number");
+}
+
 TEST(DataFormats, TokensNeedAPositiveSequenceLength) {
   TokenConfig config;
   config.path = "t.bin";
