@@ -322,8 +322,10 @@ void CheckData(Violations* bad, const v1::DataSpec& data, const v1::ModelSpec& m
   if (!synthetic && !bad->Any("data.kind") && data.path().empty()) {
     bad->Add("data.path", "data.path is required for data.kind " + Quoted(data.kind()));
   }
-  if (data.kind() == v1::DATA_KIND_IDX && data.labels_path().empty()) {
-    bad->Add("data.labels_path", "data.labels_path is required for data.kind \"idx\"");
+  if ((data.kind() == v1::DATA_KIND_IDX || data.kind() == v1::DATA_KIND_NPY) &&
+      data.labels_path().empty()) {
+    bad->Add("data.labels_path",
+             "data.labels_path is required for data.kind " + Quoted(data.kind()));
   }
   if (synthetic && mlp_task && !bad->Any("data.features") && data.features() == 0) {
     bad->Add("data.features", RequiredPositive("data.features", " for synthetic data"));

@@ -661,6 +661,12 @@ std::string Idx(std::vector<uint32_t> dims, const std::vector<uint8_t>& values) 
   return out;
 }
 
+// An .npy file of numpy.save's version 1 (unpadded: readers do not need it).
+std::string Npy(const std::string& header, const std::string& data) {
+  return std::string("\x93NUMPY\x01\x00", 8) + static_cast<char>(header.size()) + '\0' + header +
+         data;
+}
+
 std::string Replace(std::string text, const std::string& path) {
   for (size_t at; (at = text.find("FILE")) != std::string::npos;) text.replace(at, 4, path);
   return text;
@@ -730,6 +736,14 @@ INSTANTIATE_TEST_SUITE_P(
                  "{kind: idx, path: FILE, labels_path: FILE}",
                  kMlp,
                  {"data.path FILE: at byte 16: expected 16 data bytes"}},
+        DataCase{
+            "ObjectArrayNpy",
+            "objects.npy",
+            Npy("{'descr': '|O', 'fortran_order': False, 'shape': (2,), }", "hunter2hunter2.."),
+            "{kind: npy, path: FILE, labels_path: FILE}",
+            kMlp,
+            {"data.path FILE: at byte 20: expected a numeric dtype: b1 (bool), i1, i2, i4, "
+             "i8, u1, u2, u4, u8, f2, f4 or f8; found '|O'"}},
         DataCase{"OddUint16Tokens",
                  "odd.bin",
                  "hunter2",

@@ -123,6 +123,24 @@ epochs: 1
         {"data.task", "image_classification"},
         {"lr_schedule.kind", "cosine"}}},
       {R"(
+model: {kind: mlp, hidden: [8]}
+data: {kind: npy, path: /data/x.npy, labels_path: /data/y.npy, task: regression}
+micro_batch: 8
+accumulation_steps: 2
+optimizer: {lr: 0.1}
+epochs: 1
+)",
+       ModelKind::kMlp,
+       true,
+       LossChoice::kByTask,
+       DataKind::kNpy,
+       DataTask::kRegression,
+       TokenDtype::kUint8,
+       TokenLayout::kDocuments,
+       OptimizerKind::kSgd,
+       LrScheduleKind::kConstant,
+       {{"data.kind", "npy"}}},
+      {R"(
 model: {kind: cnn, hidden: [4], norm: batch}
 data: {task: image_classification, samples: 64, channels: 1, image_size: 8, outputs: 3}
 micro_batch: 8

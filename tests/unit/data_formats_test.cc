@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <fstream>
 #include <random>
@@ -14,6 +15,7 @@
 #include "common/data/csv_table.h"
 #include "common/data/idx_array.h"
 #include "common/data/mapped_file.h"
+#include "common/data/npy_array.h"
 #include "common/data/token_samples.h"
 #include "tests/support/temp_dir.h"
 
@@ -70,16 +72,108 @@ TEST(DataFormats, IdxLabelsAreOnePerSampleAndBelowTheDeclaredClasses) {
   const std::string bytes = Idx({3}, std::string("\x01\x00\x02", 3));
   const auto labels = ParseIdx("data.labels_path", "l.idx", bytes);
   ASSERT_TRUE(labels.ok());
-  EXPECT_EQ(*CheckIdxLabels(*labels, 3, "l.idx", "s.idx", 0), 3);
-  EXPECT_EQ(*CheckIdxLabels(*labels, 3, "l.idx", "s.idx", 5), 5);
-  EXPECT_EQ(CheckIdxLabels(*labels, 3, "l.idx", "s.idx", 2).status().message(),
+  EXPECT_EQ(*CheckClassLabels(*labels, 3, "l.idx", "s.idx", 0), 3);
+  EXPECT_EQ(*CheckClassLabels(*labels, 3, "l.idx", "s.idx", 5), 5);
+  EXPECT_EQ(CheckClassLabels(*labels, 3, "l.idx", "s.idx", 2).status().message(),
             "data.labels_path l.idx: at byte 10: expected a class index from 0 to 1 "
             "(data.outputs 2)");
-  EXPECT_NE(CheckIdxLabels(*labels, 4, "l.idx", "s.idx", 0)
+  EXPECT_NE(CheckClassLabels(*labels, 4, "l.idx", "s.idx", 0)
                 .status()
                 .message()
                 .find("expected 4 labels in one dimension"),
             std::string::npos);
+}
+
+// An .npy file as numpy.save writes it: the header padded with spaces and a
+// newline so that the data starts at a multiple of 64.
+std::string Npy(const std::string& dict, const std::string& data, char version = 1) {
+  const size_t prefix = version == 1 ? 10 : 12;
+  std::string header = dict;
+  while ((prefix + header.size() + 1) % 64 != 0) header += ' ';
+  header += '\n';
+  std::string out = std::string("\x93NUMPY") + version + '\0';
+  for (size_t i = 0; i < prefix - 8; ++i)
+    out += static_cast<char>((header.size() >> (8 * i)) & 0xFF);
+  return out + header + data;
+}
+
+TEST(DataFormats, NpyReadsNumericDtypesOfEitherByteOrderAndBothLayouts) {
+  struct Case {
+    std::string descr;
+    std::string bytes;  // two elements
+    double first, second;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"<f4", std::string("\0\0\xC0\x3F\0\0\x20\xC1", 8), 1.5, -10},
+           {">i8", std::string("\xFF\xFF\xFF\xFF\xFF\xFF\xFF\xFE\0\0\0\0\0\x01\0\0", 16), -2,
+            65536},
+           {"|u1", "\xFF\x01", 255, 1},
+           {"|b1", std::string("\x01\0", 2), 1, 0},
+           {"<f2", std::string("\0\x3C\0\xC0", 4), 1, -2},
+           {"<f2", std::string("\x01\0\xFF\x7B", 4), std::ldexp(1, -24), 65504},
+           {"<u8", std::string("\xFF\xFF\xFF\xFF\xFF\xFF\xFF\xFF\x07\0\0\0\0\0\0\0", 16),
+            18446744073709551615.0, 7},
+           {">u2", std::string("\x01\x00\xFF\xFF", 4), 256, 65535},
+       }) {
+    for (const char version : {1, 2, 3}) {
+      const std::string file =
+          Npy("{'descr': '" + c.descr + "', 'fortran_order': False, 'shape': (2,), }", c.bytes,
+              version);
+      const auto array = ParseNpy("data.path", "x.npy", file);
+      ASSERT_TRUE(array.ok()) << c.descr << ": " << array.status().ToString();
+      EXPECT_EQ(array->dims, (std::vector<int64_t>{2}));
+      EXPECT_EQ((*array)[0], c.first) << c.descr;
+      EXPECT_EQ((*array)[1], c.second) << c.descr;
+      EXPECT_EQ(array->OffsetOf(0) % 64, 0u);
+    }
+  }
+  const auto fortran =
+      ParseNpy("data.path", "x.npy",
+               Npy("{'shape': (2, 3), 'fortran_order': True, 'descr': '|i1'}", "abcdef"));
+  ASSERT_TRUE(fortran.ok()) << fortran.status().ToString();
+  EXPECT_TRUE(fortran->column_major);
+  EXPECT_EQ(fortran->dims, (std::vector<int64_t>{2, 3}));
+}
+
+TEST(DataFormats, NpyErrorsNameTheByteAndWhatWasExpected) {
+  const auto error = [](const std::string& file) {
+    return ParseNpy("data.path", "x.npy", file).status().message();
+  };
+  const std::string ok_dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }";
+  EXPECT_EQ(error("\x93NUMPZ"),
+            "data.path x.npy: at byte 0: expected the .npy magic string \\x93NUMPY");
+  EXPECT_EQ(error(Npy(ok_dict, "abcd", 4)),
+            "data.path x.npy: at byte 6: expected format version 1, 2 or 3");
+  EXPECT_EQ(error(Npy(ok_dict, "abcd").substr(0, 40)),
+            "data.path x.npy: at byte 8: expected a header of 118 bytes, found 30");
+  EXPECT_EQ(error(Npy("{'descr': '<U5', 'fortran_order': False, 'shape': (1,), }", "abcd")),
+            "data.path x.npy: at byte 20: expected a numeric dtype: b1 (bool), i1, i2, i4, i8, u1, "
+            "u2, u4, u8, f2, f4 or f8; found '<U5'");
+  EXPECT_EQ(error(Npy("{'descr': '|O', 'fortran_order': False, 'shape': (1,), }", "abcdefgh")),
+            "data.path x.npy: at byte 20: expected a numeric dtype: b1 (bool), i1, i2, i4, i8, u1, "
+            "u2, u4, u8, f2, f4 or f8; found '|O'");
+  EXPECT_EQ(
+      error(Npy("{'descr': [('x', '<f4')], 'fortran_order': False, 'shape': (1,), }", "abcd")),
+      "data.path x.npy: at byte 20: expected a dtype string for 'descr' (not a structured dtype)");
+  EXPECT_EQ(error(Npy("{'descr': '<f4', 'fortran_order': False}", "abcd")),
+            "data.path x.npy: at byte 49: expected the key 'shape' in the header's dict");
+  EXPECT_EQ(error(Npy("{'descr': '<f4', 'fortran_order': False, 'shape': ()}", "abcd")),
+            "data.path x.npy: at byte 60: expected at least one dimension in 'shape'");
+  EXPECT_EQ(error(Npy("{'descr': '<f4', 'fortran_order': 0, 'shape': (1,)}", "abcd")),
+            "data.path x.npy: at byte 44: expected True or False for 'fortran_order'");
+  EXPECT_EQ(error(Npy("{'descr': '<f4', 'descr': '<f4', 'shape': (1,)}", "abcd")),
+            "data.path x.npy: at byte 27: expected each of the keys 'descr', 'fortran_order' and "
+            "'shape' once");
+  EXPECT_EQ(
+      error(Npy(ok_dict, "abc")),
+      "data.path x.npy: at byte 128: expected 4 data bytes for dimensions of the header, found 3");
+  EXPECT_EQ(error(Npy("{'descr': '<f8', 'fortran_order': False, 'shape': (2,)}",
+                      std::string(8, '\0') + std::string("\0\0\0\0\0\0\xF8\x7F", 8))),
+            "data.path x.npy: at byte 136: expected a finite number (not nan, inf or beyond the "
+            "range of a float)");
+  EXPECT_EQ(
+      error(Npy("{'descr': '<f4', 'fortran_order': False, 'shape': (4611686018427387904, 4)}", "")),
+      "data.path x.npy: at byte 60: expected dimensions whose product fits a file");
 }
 
 TEST(DataFormats, CsvLabelColumnsOutsideTheTableAreNamedNotOverflowed) {

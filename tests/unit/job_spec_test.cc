@@ -319,6 +319,8 @@ INSTANTIATE_TEST_SUITE_P(
                  "model.d_model 100 is not divisible by model.heads 3"},
         BadField{"HiddenWidth", "model: {hidden: [0]}", "model.hidden[1] 0 must be positive"},
         BadField{"Samples", "data: {samples: -5}", "data.samples -5 must not be negative"},
+        BadField{"NpyLabels", "data: {kind: npy, path: x.npy}",
+                 "data.labels_path is required for data.kind \"npy\""},
         BadField{"Classes", "data: {outputs: 1}",
                  "data.outputs 1 must be at least 2 classes for classification"},
         BadField{"NegativeLr", "optimizer: {lr: -0.1}",

@@ -89,6 +89,8 @@ StatusOr<std::unique_ptr<Dataset>> MakeDataset(const DataConfig& config) {
       return LoadCsvDataset(config);
     case DataKind::kIdx:
       return LoadIdxDataset(config);
+    case DataKind::kNpy:
+      return LoadNpyDataset(config);
     case DataKind::kTokens:
       return LoadTokenDataset(config);
   }

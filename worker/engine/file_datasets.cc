@@ -7,6 +7,8 @@
 #include "common/data/csv_table.h"
 #include "common/data/idx_array.h"
 #include "common/data/mapped_file.h"
+#include "common/data/npy_array.h"
+#include "common/data/numeric_array.h"
 #include "common/data/token_samples.h"
 
 namespace accumulus::engine {
@@ -19,16 +21,71 @@ StatusOr<std::string> ReadFile(const std::string& field, const std::string& path
   return std::string((*file)->bytes());
 }
 
-// An IDX array's elements as a flat tensor of `dtype` (float32 or int64).
-torch::Tensor IdxValues(const data::IdxArray& array, torch::ScalarType dtype) {
-  if (array.type == data::IdxType::kUint8) {
-    return torch::from_blob(const_cast<uint8_t*>(array.data), {array.count}, torch::kUInt8)
-        .to(dtype);
+// An array's elements as a tensor of its dims and `dtype` (float32 or
+// int64), in row-major order whatever the file's.
+torch::Tensor ArrayTensor(const data::NumericArray& array, torch::ScalarType dtype) {
+  torch::Tensor values;
+  if (array.type == data::ElementType::kUint8) {
+    values =
+        torch::from_blob(const_cast<uint8_t*>(array.data), {array.count}, torch::kUInt8).to(dtype);
+  } else {
+    values = torch::empty({array.count}, torch::kFloat64);
+    double* out = values.data_ptr<double>();
+    for (int64_t i = 0; i < array.count; ++i) out[i] = array[i];
+    values = values.to(dtype);
   }
-  torch::Tensor values = torch::empty({array.count}, torch::kFloat64);
-  double* out = values.data_ptr<double>();
-  for (int64_t i = 0; i < array.count; ++i) out[i] = array[i];
-  return values.to(dtype);
+  if (!array.column_major) return values.reshape(array.dims);
+  // Stored first dimension fastest: the reversed dims in row-major order.
+  const std::vector<int64_t> reversed(array.dims.rbegin(), array.dims.rend());
+  std::vector<int64_t> back(array.dims.size());
+  for (size_t d = 0; d < back.size(); ++d) back[d] = static_cast<int64_t>(back.size() - 1 - d);
+  return values.reshape(reversed).permute(back).contiguous();
+}
+
+using ArrayParser = StatusOr<data::NumericArray> (*)(const std::string& field,
+                                                     const std::string& path,
+                                                     const std::string& bytes);
+
+// Samples and labels (or targets) from two array files of one format.
+StatusOr<std::unique_ptr<Dataset>> LoadArrayDataset(const DataConfig& config, ArrayParser parse) {
+  StatusOr<std::string> sample_bytes = ReadFile("data.path", config.path);
+  if (!sample_bytes.ok()) return sample_bytes.status();
+  StatusOr<std::string> label_bytes = ReadFile("data.labels_path", config.labels_path);
+  if (!label_bytes.ok()) return label_bytes.status();
+  StatusOr<data::NumericArray> samples = parse("data.path", config.path, *sample_bytes);
+  if (!samples.ok()) return samples.status();
+  StatusOr<data::NumericArray> labels = parse("data.labels_path", config.labels_path, *label_bytes);
+  if (!labels.ok()) return labels.status();
+  const int64_t n = samples->dims[0];
+  const bool regression = config.task == DataTask::kRegression;
+  StatusOr<int64_t> outputs =
+      regression
+          ? data::CheckTargets(*labels, n, config.labels_path, config.path)
+          : data::CheckClassLabels(*labels, n, config.labels_path, config.path, config.outputs);
+  if (!outputs.ok()) return outputs.status();
+  if (regression && config.outputs > 0 && config.outputs != *outputs) {
+    return Status::InvalidArgument("data.outputs " + std::to_string(config.outputs) +
+                                   " is not the " + std::to_string(*outputs) +
+                                   " target(s) per sample of data.labels_path " +
+                                   config.labels_path);
+  }
+  std::vector<int64_t> sizes = samples->dims;
+  if (sizes.size() == 1) sizes.push_back(1);                  // one feature a sample
+  if (sizes.size() == 3) sizes.insert(sizes.begin() + 1, 1);  // images: one channel
+  // Unsigned bytes are pixels, scaled to [0, 1]; other types are the numbers
+  // they hold.
+  torch::Tensor inputs = ArrayTensor(*samples, torch::kFloat32).reshape(sizes);
+  if (samples->type == data::ElementType::kUint8) inputs.div_(255.0);
+  torch::Tensor targets = regression ? ArrayTensor(*labels, torch::kFloat32).reshape({n, *outputs})
+                                     : ArrayTensor(*labels, torch::kInt64);
+  DataShape shape;
+  shape.features = n > 0 ? inputs[0].numel() : 0;
+  shape.outputs = *outputs;
+  if (sizes.size() == 4 && sizes[2] == sizes[3]) {
+    shape.channels = sizes[1];
+    shape.image_size = sizes[2];
+  }
+  return std::unique_ptr<Dataset>(new TensorDataset(inputs, targets, shape));
 }
 
 }  // namespace
@@ -56,45 +113,11 @@ StatusOr<std::unique_ptr<Dataset>> LoadCsvDataset(const DataConfig& config) {
 }
 
 StatusOr<std::unique_ptr<Dataset>> LoadIdxDataset(const DataConfig& config) {
-  StatusOr<std::string> sample_bytes = ReadFile("data.path", config.path);
-  if (!sample_bytes.ok()) return sample_bytes.status();
-  StatusOr<std::string> label_bytes = ReadFile("data.labels_path", config.labels_path);
-  if (!label_bytes.ok()) return label_bytes.status();
-  StatusOr<data::IdxArray> samples = data::ParseIdx("data.path", config.path, *sample_bytes);
-  if (!samples.ok()) return samples.status();
-  StatusOr<data::IdxArray> labels =
-      data::ParseIdx("data.labels_path", config.labels_path, *label_bytes);
-  if (!labels.ok()) return labels.status();
-  const int64_t n = samples->dims[0];
-  const bool regression = config.task == DataTask::kRegression;
-  StatusOr<int64_t> outputs =
-      regression
-          ? data::CheckIdxTargets(*labels, n, config.labels_path, config.path)
-          : data::CheckIdxLabels(*labels, n, config.labels_path, config.path, config.outputs);
-  if (!outputs.ok()) return outputs.status();
-  if (regression && config.outputs > 0 && config.outputs != *outputs) {
-    return Status::InvalidArgument("data.outputs " + std::to_string(config.outputs) +
-                                   " is not the " + std::to_string(*outputs) +
-                                   " target(s) per sample of data.labels_path " +
-                                   config.labels_path);
-  }
-  std::vector<int64_t> sizes = samples->dims;
-  if (sizes.size() == 1) sizes.push_back(1);                  // one feature a sample
-  if (sizes.size() == 3) sizes.insert(sizes.begin() + 1, 1);  // images: one channel
-  // Unsigned bytes are pixels, scaled to [0, 1]; other types are the numbers
-  // they hold.
-  torch::Tensor inputs = IdxValues(*samples, torch::kFloat32).reshape(sizes);
-  if (samples->type == data::IdxType::kUint8) inputs.div_(255.0);
-  torch::Tensor targets = regression ? IdxValues(*labels, torch::kFloat32).reshape({n, *outputs})
-                                     : IdxValues(*labels, torch::kInt64);
-  DataShape shape;
-  shape.features = n > 0 ? inputs[0].numel() : 0;
-  shape.outputs = *outputs;
-  if (sizes.size() == 4 && sizes[2] == sizes[3]) {
-    shape.channels = sizes[1];
-    shape.image_size = sizes[2];
-  }
-  return std::unique_ptr<Dataset>(new TensorDataset(inputs, targets, shape));
+  return LoadArrayDataset(config, &data::ParseIdx);
+}
+
+StatusOr<std::unique_ptr<Dataset>> LoadNpyDataset(const DataConfig& config) {
+  return LoadArrayDataset(config, &data::ParseNpy);
 }
 
 namespace {

@@ -1,4 +1,4 @@
-// Data sets read from files on the worker. CSV and IDX files are read whole
+// Data sets read from files on the worker. CSV, IDX and .npy files are read whole
 // at the start; a token file is mapped and its samples built per
 // micro-batch (common/data/mapped_file.h). Each loader fails with
 // INVALID_ARGUMENT (or NOT_FOUND) naming the file, the line or byte offset,
@@ -20,10 +20,14 @@ namespace accumulus::engine {
 // Errors name the file, the line and the column, never what is there.
 StatusOr<std::unique_ptr<Dataset>> LoadCsvDataset(const DataConfig& config);
 
-// IDX (the MNIST format): config.path holds the samples (unsigned bytes,
-// any number of dimensions; images of rows × cols become 1 × rows × cols,
-// scaled to [0, 1]), config.labels_path one unsigned byte label per sample.
+// IDX (the MNIST format) and NumPy's .npy: config.path holds the samples
+// (any of the format's numeric types, any number of dimensions, the first
+// the samples; unsigned bytes are pixels scaled to [0, 1], others the
+// numbers they hold; rows × cols become 1 × rows × cols images),
+// config.labels_path one class label per sample (whole numbers of any type)
+// or, for regression, the targets: [N] or [N, M].
 StatusOr<std::unique_ptr<Dataset>> LoadIdxDataset(const DataConfig& config);
+StatusOr<std::unique_ptr<Dataset>> LoadNpyDataset(const DataConfig& config);
 
 // Token files: a flat array of little-endian uint8 or uint16 token ids.
 // "documents": cut at config.separator ids (not part of any document),

@@ -64,6 +64,8 @@ enum class DataKind {
   kCsv,
   // IDX files (the MNIST format): images or features, and labels.
   kIdx,
+  // NumPy .npy files: features or images, and labels.
+  kNpy,
   // A flat file of token ids.
   kTokens,
 };

@@ -75,6 +75,7 @@ StatusOr<engine::TrainConfig> ToTrainConfig(const v1::TrainerTask& task) {
       {{v1::DATA_KIND_SYNTHETIC, engine::DataKind::kSynthetic},
        {v1::DATA_KIND_CSV, engine::DataKind::kCsv},
        {v1::DATA_KIND_IDX, engine::DataKind::kIdx},
+       {v1::DATA_KIND_NPY, engine::DataKind::kNpy},
        {v1::DATA_KIND_TOKENS, engine::DataKind::kTokens}},
       &c.data.kind);
   enums.Map<v1::DataTask, engine::DataTask>(

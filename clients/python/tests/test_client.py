@@ -236,6 +236,29 @@ def test_numpy_values_are_the_numbers_and_lists_they_hold():
         accumulus.load_spec({"optimizer": {"lr": np.float64("nan")}})
 
 
+def test_a_job_trains_on_arrays_saved_with_numpy(cluster, tmp_path):
+    np = pytest.importorskip("numpy")
+    pandas = pytest.importorskip("pandas")
+    rng = np.random.default_rng(0)
+    frame = pandas.DataFrame(rng.normal(size=(96, 4)).astype("float32"), columns=list("abcd"))
+    # Features in Fortran order, as pandas often hands them out; labels int64.
+    np.save(tmp_path / "x.npy", np.asfortranarray(frame.to_numpy()))
+    np.save(tmp_path / "y.npy", (frame["a"] + frame["b"] > 0).to_numpy().astype(np.int64))
+    with cluster.client() as c:
+        job = c.submit({
+            "model": {"kind": "mlp", "hidden": [8]},
+            "data": {"kind": "npy", "path": str(tmp_path / "x.npy"),
+                     "labels_path": str(tmp_path / "y.npy")},
+            "micro_batch": 8, "accumulation_steps": 4,
+            "optimizer": {"kind": "sgd", "lr": 0.5}, "epochs": 4,
+        })
+        final = c.wait(job.id)
+        assert final.state == job_pb2.JOB_STATE_SUCCEEDED, final.reason
+        rows = c.steps(job.id)
+    assert [r["step"] for r in rows] == list(range(1, 13))  # 96 / 32 × 4 epochs
+    assert rows[-1]["loss"] < rows[0]["loss"]
+
+
 def test_list_pages_through_every_job_with_the_servers_filters(cluster):
     tag = uuid.uuid4().hex[:8]
     with cluster.client() as c:

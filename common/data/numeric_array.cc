@@ -1,0 +1,182 @@
+#include "common/data/numeric_array.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "common/data/class_labels.h"
+
+namespace accumulus::data {
+namespace {
+
+uint64_t Bits(const uint8_t* bytes, size_t size, bool big_endian) {
+  uint64_t value = 0;
+  for (size_t i = 0; i < size; ++i) {
+    value = value << 8 | bytes[big_endian ? i : size - 1 - i];
+  }
+  return value;
+}
+
+// IEEE 754 binary16, exactly (every half is a float).
+double HalfToDouble(uint16_t half) {
+  const int sign = half >> 15 ? -1 : 1;
+  const int exponent = (half >> 10) & 0x1F;
+  const int fraction = half & 0x3FF;
+  if (exponent == 0x1F) return fraction != 0 ? std::nan("") : sign * HUGE_VAL;
+  if (exponent == 0) return sign * std::ldexp(fraction, -24);  // subnormal
+  return sign * std::ldexp(fraction + 1024, exponent - 25);
+}
+
+}  // namespace
+
+size_t ElementSize(ElementType type) {
+  switch (type) {
+    case ElementType::kBool:
+    case ElementType::kUint8:
+    case ElementType::kInt8:
+      return 1;
+    case ElementType::kUint16:
+    case ElementType::kInt16:
+    case ElementType::kFloat16:
+      return 2;
+    case ElementType::kUint32:
+    case ElementType::kInt32:
+    case ElementType::kFloat32:
+      return 4;
+    case ElementType::kUint64:
+    case ElementType::kInt64:
+    case ElementType::kFloat64:
+      return 8;
+  }
+  return 1;
+}
+
+bool IsFloatingPoint(ElementType type) {
+  return type == ElementType::kFloat16 || type == ElementType::kFloat32 ||
+         type == ElementType::kFloat64;
+}
+
+double NumericArray::operator[](int64_t i) const {
+  const size_t size = ElementSize(type);
+  const uint64_t bits = Bits(data + static_cast<size_t>(i) * size, size, big_endian);
+  switch (type) {
+    case ElementType::kBool:
+      return bits != 0 ? 1 : 0;
+    case ElementType::kUint8:
+    case ElementType::kUint16:
+    case ElementType::kUint32:
+    case ElementType::kUint64:
+      return static_cast<double>(bits);
+    case ElementType::kInt8:
+      return static_cast<int8_t>(bits);
+    case ElementType::kInt16:
+      return static_cast<int16_t>(bits);
+    case ElementType::kInt32:
+      return static_cast<int32_t>(bits);
+    case ElementType::kInt64:
+      return static_cast<double>(static_cast<int64_t>(bits));
+    case ElementType::kFloat16:
+      return HalfToDouble(static_cast<uint16_t>(bits));
+    case ElementType::kFloat32: {
+      const auto word = static_cast<uint32_t>(bits);
+      float value;
+      std::memcpy(&value, &word, sizeof value);
+      return value;
+    }
+    case ElementType::kFloat64: {
+      double value;
+      std::memcpy(&value, &bits, sizeof value);
+      return value;
+    }
+  }
+  return 0;
+}
+
+Status ArrayError(const std::string& field, const std::string& path, size_t offset,
+                  const std::string& expected) {
+  return Status::InvalidArgument(field + " " + path + ": at byte " + std::to_string(offset) +
+                                 ": expected " + expected);
+}
+
+Status PlaceData(const std::string& field, const std::string& path, const std::string& bytes,
+                 size_t dims_offset, size_t data_offset, NumericArray* array) {
+  // Dimensions whose product no file could hold: said as such, not
+  // overflowed.
+  int64_t count = 1;
+  uint64_t data_bytes = 0;
+  for (int64_t size : array->dims) {
+    if (size < 0 || __builtin_mul_overflow(count, size, &count)) {
+      return ArrayError(field, path, dims_offset, "dimensions whose product fits a file");
+    }
+  }
+  if (__builtin_mul_overflow(static_cast<uint64_t>(count), ElementSize(array->type), &data_bytes)) {
+    return ArrayError(field, path, dims_offset, "dimensions whose product fits a file");
+  }
+  const uint64_t found = bytes.size() >= data_offset ? bytes.size() - data_offset : 0;
+  if (found != data_bytes) {
+    return ArrayError(field, path, data_offset,
+                      std::to_string(data_bytes) +
+                          " data bytes for dimensions of the header, found " +
+                          std::to_string(found));
+  }
+  array->data_offset = data_offset;
+  array->data = reinterpret_cast<const uint8_t*>(bytes.data()) + data_offset;
+  array->count = count;
+  if (IsFloatingPoint(array->type)) {
+    for (int64_t i = 0; i < count; ++i) {
+      if (!std::isfinite(static_cast<float>((*array)[i]))) {
+        return ArrayError(field, path, array->OffsetOf(i),
+                          "a finite number (not nan, inf or beyond the range of a float)");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+StatusOr<int64_t> CheckClassLabels(const NumericArray& labels, int64_t samples,
+                                   const std::string& labels_path, const std::string& samples_path,
+                                   int64_t declared_classes) {
+  if (labels.dims.size() != 1 || labels.dims[0] != samples) {
+    return Status::InvalidArgument(
+        "data.labels_path " + labels_path + ": expected " + std::to_string(samples) +
+        " labels in one dimension (one per sample of " + samples_path + ")");
+  }
+  int64_t classes = 0;
+  for (int64_t i = 0; i < samples; ++i) {
+    const double y = labels[i];
+    if (y < 0 || y != std::floor(y) || y >= static_cast<double>(ClassLimit(declared_classes))) {
+      return Status::InvalidArgument("data.labels_path " + labels_path + ": at byte " +
+                                     std::to_string(labels.OffsetOf(i)) + ": expected " +
+                                     ExpectedClass(declared_classes));
+    }
+    classes = std::max(classes, static_cast<int64_t>(y) + 1);
+  }
+  return std::max(classes, declared_classes);
+}
+
+StatusOr<int64_t> CheckTargets(const NumericArray& labels, int64_t samples,
+                               const std::string& labels_path, const std::string& samples_path) {
+  if (labels.dims.empty() || labels.dims[0] != samples) {
+    return Status::InvalidArgument(
+        "data.labels_path " + labels_path + ": expected " + std::to_string(samples) +
+        " targets in the first dimension (one per sample of " + samples_path + ")");
+  }
+  // Bounded like data.outputs: one sample's targets are one model output.
+  int64_t per_sample = 1;
+  for (size_t d = 1; d < labels.dims.size(); ++d) {
+    if (__builtin_mul_overflow(per_sample, labels.dims[d], &per_sample) ||
+        per_sample > kMaxClasses) {
+      per_sample = kMaxClasses + 1;
+      break;
+    }
+  }
+  if (per_sample < 1 || per_sample > kMaxClasses) {
+    return Status::InvalidArgument("data.labels_path " + labels_path + ": expected 1 to " +
+                                   std::to_string(kMaxClasses) +
+                                   " targets per sample (the product of the dimensions after "
+                                   "the first)");
+  }
+  return per_sample;
+}
+
+}  // namespace accumulus::data

@@ -1,0 +1,78 @@
+// An n-dimensional array of numbers as a data file stores it (IDX, NumPy's
+// .npy), read in place: the element type, the byte order and the layout say
+// how to read element i. What the IDX and .npy readers share.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace accumulus::data {
+
+enum class ElementType {
+  kBool,
+  kUint8,
+  kInt8,
+  kUint16,
+  kInt16,
+  kUint32,
+  kInt32,
+  kUint64,
+  kInt64,
+  kFloat16,
+  kFloat32,
+  kFloat64,
+};
+
+size_t ElementSize(ElementType type);
+bool IsFloatingPoint(ElementType type);
+
+struct NumericArray {
+  ElementType type = ElementType::kUint8;
+  bool big_endian = false;
+  // Stored with the first dimension varying fastest (NumPy's
+  // fortran_order), not the last.
+  bool column_major = false;
+  std::vector<int64_t> dims;
+  size_t data_offset = 0;  // where the data starts in the file
+  const uint8_t* data = nullptr;
+  int64_t count = 0;  // the product of dims
+
+  // Element i in storage order (0 <= i < count) as a number.
+  double operator[](int64_t i) const;
+  // Where element i starts in the file.
+  size_t OffsetOf(int64_t i) const {
+    return data_offset + static_cast<size_t>(i) * ElementSize(type);
+  }
+};
+
+// INVALID_ARGUMENT "FIELD PATH: at byte OFFSET: expected EXPECTED": how the
+// array readers say what is wrong and where, never what the file holds.
+Status ArrayError(const std::string& field, const std::string& path, size_t offset,
+                  const std::string& expected);
+
+// Completes `array`, whose type, byte order, layout and dims are set, over
+// the file's `bytes` from `data_offset`: the product of the dims (named at
+// `dims_offset` when it overflows), then exactly its elements, floats finite
+// and within a float's range (they are trained as float32). The array
+// points into `bytes`, which must outlive it.
+Status PlaceData(const std::string& field, const std::string& path, const std::string& bytes,
+                 size_t dims_offset, size_t data_offset, NumericArray* array);
+
+// One class label per sample: `labels` is one-dimensional with `samples`
+// entries, each a whole number below the declared classes (0: any up to
+// kMaxClasses), of any type. Returns the classes (the largest label + 1, at
+// least the declared).
+StatusOr<int64_t> CheckClassLabels(const NumericArray& labels, int64_t samples,
+                                   const std::string& labels_path, const std::string& samples_path,
+                                   int64_t declared_classes);
+
+// Regression targets: `labels` has `samples` entries in its first dimension
+// (one target each, or a target tensor of the other dimensions). Returns the
+// targets per sample.
+StatusOr<int64_t> CheckTargets(const NumericArray& labels, int64_t samples,
+                               const std::string& labels_path, const std::string& samples_path);
+
+}  // namespace accumulus::data
