@@ -130,7 +130,7 @@ const std::vector<LimitedField>& LimitedFields() {
       Integer("data.sequence_length", 1, kMi, [](S s) { return s.data().sequence_length(); }),
       Integer("data.min_sequence_length", 1, kMi,
               [](S s) { return s.data().min_sequence_length(); }),
-      Integer("data.separator", 0, 65535, [](S s) { return s.data().separator(); }),
+      Integer("data.separator", 0, 4294967295, [](S s) { return s.data().separator(); }),
       Integer("threads.intra_op", 0, kKi, [](S s) -> int64_t { return s.threads().intra_op(); }),
       Integer("threads.blas", 0, kKi, [](S s) -> int64_t { return s.threads().blas(); }),
       Integer("collective_timeout_seconds", 0, 86400,
@@ -341,11 +341,19 @@ void CheckData(Violations* bad, const v1::DataSpec& data, const v1::ModelSpec& m
     bad->Add("data.outputs", "data.outputs " + Int(data.outputs()) +
                                  " must be at least 2 classes for classification");
   }
-  if (data.token_dtype() == v1::TOKEN_DTYPE_UINT8 && !bad->Any("data.separator") &&
-      data.separator() > 255) {
-    bad->Add("data.separator", "data.separator " + Int(data.separator()) +
-                                   " is not a uint8 token id (0 to 255; data.token_dtype "
-                                   "\"uint16\" has 0 to 65535)");
+  if (!bad->AnyOf("data.separator", "data.token_dtype")) {
+    const bool uint8 = data.token_dtype() == v1::TOKEN_DTYPE_UINT8;
+    const int64_t largest = uint8                                          ? 255
+                            : data.token_dtype() == v1::TOKEN_DTYPE_UINT16 ? 65535
+                                                                           : 4294967295;
+    if (data.separator() > largest) {
+      bad->Add("data.separator",
+               "data.separator " + Int(data.separator()) + " is not a " +
+                   (uint8 ? "uint8 token id (0 to 255; data.token_dtype \"uint16\" has 0 to "
+                            "65535)"
+                          : "uint16 token id (0 to 65535; data.token_dtype \"uint32\" has 0 to "
+                            "4294967295)"));
+    }
   }
   CheckPrintable(bad, "data.label_column", data.label_column(), 256, "a column name");
 }

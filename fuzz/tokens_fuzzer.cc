@@ -11,12 +11,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 2) return 0;
   accumulus::data::TokenConfig config;
   config.path = "fuzz.bin";
-  config.uint16 = data[0] & 1;
-  config.blocks = data[0] & 2;
+  config.width = 1 << (data[0] & 3) % 3;
+  config.blocks = data[0] & 4;
   config.separator = data[1];
-  config.sequence_length = 1 + (data[0] >> 2) % 16;
+  config.sequence_length = 1 + (data[0] >> 3) % 16;
   const std::string_view bytes(reinterpret_cast<const char*>(data) + 2, size - 2);
-  const auto tokens = static_cast<int64_t>(bytes.size() / (config.uint16 ? 2 : 1));
+  const auto tokens = static_cast<int64_t>(bytes.size()) / config.width;
+  const auto largest = accumulus::data::LargestTokenId(bytes, config);
+  if (largest.ok()) FUZZ_CHECK(*largest <= accumulus::data::kMaxTokenId);
   auto samples = accumulus::data::TokenSamples::Index(bytes, config);
   if (!samples.ok()) return 0;
   for (int64_t i = 0; i < samples->size(); ++i) {
@@ -25,7 +27,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(span.begin >= 0 && span.begin + span.length <= tokens);
     if (config.blocks) continue;
     for (int64_t t = span.begin; t < span.begin + span.length; ++t) {
-      FUZZ_CHECK(accumulus::data::TokenAt(bytes, config.uint16, t) != config.separator);
+      const int64_t id = accumulus::data::TokenAt(bytes, config.width, t);
+      FUZZ_CHECK(id != config.separator);
+      if (largest.ok()) FUZZ_CHECK(id <= *largest);
     }
   }
   return 0;

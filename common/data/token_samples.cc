@@ -5,12 +5,12 @@
 namespace accumulus::data {
 
 StatusOr<TokenSamples> TokenSamples::Index(std::string_view bytes, const TokenConfig& config) {
-  const size_t width = config.uint16 ? 2 : 1;
+  const auto width = static_cast<size_t>(config.width);
   if (bytes.size() % width != 0) {
-    return Status::InvalidArgument("data.path " + config.path + ": " +
-                                   std::to_string(bytes.size()) +
-                                   " bytes is not a whole number of uint16 tokens (at byte " +
-                                   std::to_string(bytes.size() - 1) + ")");
+    return Status::InvalidArgument(
+        "data.path " + config.path + ": " + std::to_string(bytes.size()) +
+        " bytes is not a whole number of uint" + std::to_string(8 * width) + " tokens (at byte " +
+        std::to_string(bytes.size() - bytes.size() % width) + ")");
   }
   if (config.sequence_length < 1) {
     return Status::InvalidArgument("data.sequence_length " +
@@ -33,7 +33,7 @@ StatusOr<TokenSamples> TokenSamples::Index(std::string_view bytes, const TokenCo
     };
     int64_t begin = 0;
     for (int64_t i = 0; i < tokens; ++i) {
-      if (TokenAt(bytes, config.uint16, i) == config.separator) {
+      if (TokenAt(bytes, config.width, i) == config.separator) {
         add_document(begin, i);
         begin = i + 1;
       }
@@ -59,6 +59,22 @@ TokenSpan TokenSamples::operator[](int64_t i) const {
   if (!blocks_) return documents_[static_cast<size_t>(i)];
   const int64_t begin = i * stride_;
   return {begin, std::min(tokens_, begin + stride_ + 1) - begin};
+}
+
+StatusOr<int64_t> LargestTokenId(std::string_view bytes, const TokenConfig& config) {
+  const auto tokens = static_cast<int64_t>(bytes.size()) / config.width;
+  int64_t largest = -1;
+  for (int64_t i = 0; i < tokens; ++i) {
+    const int64_t id = TokenAt(bytes, config.width, i);
+    if (id > kMaxTokenId) {
+      return Status::InvalidArgument(
+          "data.path " + config.path + ": at byte " + std::to_string(i * config.width) +
+          ": expected a token id of at most " + std::to_string(kMaxTokenId) +
+          " (the vocabulary is the largest id + 1)");
+    }
+    largest = std::max(largest, id);
+  }
+  return largest;
 }
 
 }  // namespace accumulus::data

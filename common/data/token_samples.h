@@ -1,6 +1,6 @@
 // Token files as the trainer reads them, cut into samples without LibTorch
-// and without copying a token: a flat array of little-endian uint8 or
-// uint16 ids, and each sample a span of it.
+// and without copying a token: a flat array of little-endian uint8, uint16
+// or uint32 ids, and each sample a span of it.
 #pragma once
 
 #include <cstdint>
@@ -14,7 +14,7 @@ namespace accumulus::data {
 
 struct TokenConfig {
   std::string path;  // for errors
-  bool uint16 = false;
+  int width = 1;     // bytes per id: 1 (uint8), 2 (uint16) or 4 (uint32)
   // Documents split at `separator`, each cut into samples of up to
   // sequence_length + 1 tokens; or (blocks) the whole file so.
   bool blocks = false;
@@ -35,8 +35,8 @@ struct TokenSpan {
 // bytes per sample, against 2 to 130 bytes of tokens in it).
 class TokenSamples {
  public:
-  // INVALID_ARGUMENT naming the file and the byte for an odd uint16 file, or
-  // when no document has two tokens.
+  // INVALID_ARGUMENT naming the file and the byte for a file that is no whole
+  // number of ids, or when no document has two tokens.
   static StatusOr<TokenSamples> Index(std::string_view bytes, const TokenConfig& config);
 
   int64_t size() const;
@@ -53,10 +53,22 @@ class TokenSamples {
   std::vector<TokenSpan> documents_;
 };
 
-// Token i of a file of uint8 or (little-endian) uint16 ids.
-inline int64_t TokenAt(std::string_view bytes, bool uint16, int64_t i) {
-  const auto* b = reinterpret_cast<const uint8_t*>(bytes.data());
-  return uint16 ? int64_t{b[2 * i]} | (int64_t{b[2 * i + 1]} << 8) : int64_t{b[i]};
+// Token i of a file of little-endian ids of `width` bytes.
+inline int64_t TokenAt(std::string_view bytes, int width, int64_t i) {
+  const auto* b = reinterpret_cast<const uint8_t*>(bytes.data()) + i * width;
+  int64_t id = 0;
+  for (int k = width; k-- > 0;) id = id << 8 | b[k];
+  return id;
 }
+
+// The largest id a token file may hold where the model's vocabulary is its
+// largest id + 1 (uint32 files; uint8 and uint16 ones take every id their
+// width has): far above any tokenizer's, far below an embedding no device
+// holds.
+inline constexpr int64_t kMaxTokenId = (int64_t{1} << 24) - 2;
+
+// The largest id in the file (one pass), or INVALID_ARGUMENT naming the
+// file and the byte of the first id above kMaxTokenId.
+StatusOr<int64_t> LargestTokenId(std::string_view bytes, const TokenConfig& config);
 
 }  // namespace accumulus::data

@@ -295,6 +295,36 @@ TEST_F(FileDatasetTest, Uint16BlocksAreGatheredInTheOrderAsked) {
   EXPECT_THROW((*data)->Gather(torch::tensor({3})), c10::Error);
 }
 
+TEST_F(FileDatasetTest, Uint32DocumentsTakeTheLargestIdInTheFileForTheirVocabulary) {
+  DataConfig c;
+  c.kind = DataKind::kTokens;
+  c.token_dtype = TokenDtype::kUint32;
+  c.separator = 128001;  // Llama 3's <|end_of_text|>
+  c.sequence_length = 4;
+  std::string bytes;
+  for (const uint32_t id : {70000u, 5u, 128255u, 128001u, 9u, 128001u, 100000u, 7u}) {
+    for (int shift : {0, 8, 16, 24}) bytes.push_back(static_cast<char>(id >> shift & 0xFF));
+  }
+  c.path = Write("documents.u32", bytes);
+  auto data = LoadTokenDataset(c);
+  ASSERT_TRUE(data.ok()) << data.status().ToString();
+  ASSERT_EQ((*data)->size(), 2);  // [70000 5 128255], [100000 7]; [9] is too short
+  EXPECT_EQ((*data)->shape().pad_token, 128256);
+  EXPECT_EQ((*data)->shape().vocabulary, 128257);
+  const Batch b = (*data)->Gather(torch::tensor({1, 0}));
+  EXPECT_TRUE(torch::equal(
+      b.inputs, torch::tensor({{100000, 128256, 128256, 128256}, {70000, 5, 128256, 128256}},
+                              torch::kInt64)));
+  EXPECT_TRUE(torch::equal(
+      b.targets, torch::tensor({{7, -100, -100, -100}, {5, 128255, -100, -100}}, torch::kInt64)));
+  bytes += std::string("\0\0\0\x01", 4);  // 2^24: no vocabulary takes it
+  c.path = Write("large.u32", bytes);
+  EXPECT_EQ(LoadTokenDataset(c).status().message(),
+            "data.path " + c.path +
+                ": at byte 32: expected a token id of at most 16777214 (the vocabulary is the "
+                "largest id + 1)");
+}
+
 // The corpus stays in the mapped file: loading it allocates no tensor, and
 // a micro-batch allocates its own two.
 TEST_F(FileDatasetTest, ATokenFileIsNotCopiedIntoTensors) {

@@ -199,6 +199,24 @@ epochs: 1
        LrScheduleKind::kConstant,
        {{"data.token_dtype", "uint8"}, {"data.token_layout", "documents"}}},
       {R"(
+model: {kind: charlm, d_model: 16, heads: 2, layers: 1}
+data: {kind: tokens, path: /data/corpus.u32, token_dtype: uint32, separator: 128001}
+micro_batch: 8
+accumulation_steps: 2
+optimizer: {lr: 0.1}
+epochs: 1
+)",
+       ModelKind::kCharLm,
+       true,
+       LossChoice::kByTask,
+       DataKind::kTokens,
+       DataTask::kLanguageModeling,
+       TokenDtype::kUint32,
+       TokenLayout::kDocuments,
+       OptimizerKind::kSgd,
+       LrScheduleKind::kConstant,
+       {{"data.token_dtype", "uint32"}}},
+      {R"(
 model: {kind: torchscript, path: /models/net.pt}
 data: {task: classification, samples: 64, features: 4, outputs: 3}
 micro_batch: 8

@@ -295,8 +295,8 @@ TEST(DataFormats, TokensNeedAPositiveSequenceLength) {
 std::vector<std::vector<int64_t>> CopiedSamples(const std::string& bytes,
                                                 const TokenConfig& config) {
   std::vector<int64_t> tokens;
-  for (size_t i = 0; i < bytes.size() / (config.uint16 ? 2 : 1); ++i) {
-    tokens.push_back(TokenAt(bytes, config.uint16, static_cast<int64_t>(i)));
+  for (size_t i = 0; i < bytes.size() / static_cast<size_t>(config.width); ++i) {
+    tokens.push_back(TokenAt(bytes, config.width, static_cast<int64_t>(i)));
   }
   std::vector<std::vector<int64_t>> documents(1);
   for (int64_t t : tokens) {
@@ -335,12 +335,12 @@ TEST(DataFormats, TokenSpansHoldWhatTheCopiedSamplesHeld) {
   for (int trial = 0; trial < 300; ++trial) {
     TokenConfig config;
     config.path = "t.bin";
-    config.uint16 = trial % 2 == 1;
+    config.width = 1 << trial % 3;
     config.blocks = trial % 3 == 0;
     config.separator = trial % 5;
     config.sequence_length = 1 + trial % 7;
     // Small ids, so that separators are common and documents short.
-    std::string bytes(random() % 64 * (config.uint16 ? 2 : 1), '\0');
+    std::string bytes(random() % 64 * static_cast<size_t>(config.width), '\0');
     for (char& b : bytes) b = static_cast<char>(random() % 6);
     SCOPED_TRACE("trial " + std::to_string(trial));
     const std::vector<std::vector<int64_t>> expected = CopiedSamples(bytes, config);
@@ -358,17 +358,33 @@ TEST(DataFormats, TokenSpansHoldWhatTheCopiedSamplesHeld) {
       std::vector<int64_t> got;
       const TokenSpan span = (*samples)[i];
       for (int64_t t = 0; t < span.length; ++t) {
-        got.push_back(TokenAt(bytes, config.uint16, span.begin + t));
+        got.push_back(TokenAt(bytes, config.width, span.begin + t));
       }
       EXPECT_EQ(got, expected[static_cast<size_t>(i)]) << "sample " << i;
     }
   }
 }
 
-TEST(DataFormats, Uint16TokensAreLittleEndian) {
-  EXPECT_EQ(TokenAt(std::string("\x01\x02\xff\xff", 4), true, 0), 0x0201);
-  EXPECT_EQ(TokenAt(std::string("\x01\x02\xff\xff", 4), true, 1), 0xffff);
-  EXPECT_EQ(TokenAt(std::string("\xfe", 1), false, 0), 0xfe);
+TEST(DataFormats, TokensAreLittleEndian) {
+  EXPECT_EQ(TokenAt(std::string("\x01\x02\xff\xff", 4), 2, 0), 0x0201);
+  EXPECT_EQ(TokenAt(std::string("\x01\x02\xff\xff", 4), 2, 1), 0xffff);
+  EXPECT_EQ(TokenAt(std::string("\xfe", 1), 1, 0), 0xfe);
+  EXPECT_EQ(TokenAt(std::string("\0\0\0\0\x01\x02\x03\x04", 8), 4, 1), 0x04030201);
+}
+
+TEST(DataFormats, Uint32TokenFilesAreWholeIdsNoLargerThanAVocabularyHolds) {
+  TokenConfig config;
+  config.path = "t.bin";
+  config.width = 4;
+  EXPECT_EQ(TokenSamples::Index(std::string(10, '\1'), config).status().message(),
+            "data.path t.bin: 10 bytes is not a whole number of uint32 tokens (at byte 8)");
+  // Ids 5, 128255 (Llama 3's largest), 0.
+  const std::string ids("\x05\0\0\0\xFF\xF4\x01\0\0\0\0\0", 12);
+  EXPECT_EQ(*LargestTokenId(ids, config), 128255);
+  EXPECT_EQ(*LargestTokenId("", config), -1);
+  EXPECT_EQ(LargestTokenId(ids + std::string("\xFF\xFF\xFF\x00", 4), config).status().message(),
+            "data.path t.bin: at byte 12: expected a token id of at most 16777214 (the "
+            "vocabulary is the largest id + 1)");
 }
 
 TEST(MappedFile, ReadsTheFileAndNamesTheFieldWhenItCannot) {

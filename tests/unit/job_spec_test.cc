@@ -319,6 +319,13 @@ INSTANTIATE_TEST_SUITE_P(
                  "model.d_model 100 is not divisible by model.heads 3"},
         BadField{"HiddenWidth", "model: {hidden: [0]}", "model.hidden[1] 0 must be positive"},
         BadField{"Samples", "data: {samples: -5}", "data.samples -5 must not be negative"},
+        BadField{"Uint8Separator", "data: {kind: tokens, path: t.bin, separator: 256}",
+                 "data.separator 256 is not a uint8 token id (0 to 255; data.token_dtype "
+                 "\"uint16\" has 0 to 65535)"},
+        BadField{"Uint16Separator",
+                 "data: {kind: tokens, path: t.bin, token_dtype: uint16, separator: 65536}",
+                 "data.separator 65536 is not a uint16 token id (0 to 65535; data.token_dtype "
+                 "\"uint32\" has 0 to 4294967295)"},
         BadField{"NpyLabels", "data: {kind: npy, path: x.npy}",
                  "data.labels_path is required for data.kind \"npy\""},
         BadField{"Classes", "data: {outputs: 1}",

@@ -127,9 +127,9 @@ namespace {
 // corpus as tensors.
 class TokenFileDataset final : public Dataset {
  public:
-  TokenFileDataset(std::unique_ptr<data::MappedFile> file, data::TokenSamples samples, bool uint16,
+  TokenFileDataset(std::unique_ptr<data::MappedFile> file, data::TokenSamples samples, int width,
                    DataShape shape)
-      : file_(std::move(file)), samples_(std::move(samples)), uint16_(uint16), shape_(shape) {}
+      : file_(std::move(file)), samples_(std::move(samples)), width_(width), shape_(shape) {}
 
   int64_t size() const override { return samples_.size(); }
   const DataShape& shape() const override { return shape_; }
@@ -151,8 +151,8 @@ class TokenFileDataset final : public Dataset {
                   size());
       const data::TokenSpan span = samples_[index[r]];
       for (int64_t t = 0; t + 1 < span.length; ++t) {
-        in[r * length + t] = data::TokenAt(bytes, uint16_, span.begin + t);
-        out[r * length + t] = data::TokenAt(bytes, uint16_, span.begin + t + 1);
+        in[r * length + t] = data::TokenAt(bytes, width_, span.begin + t);
+        out[r * length + t] = data::TokenAt(bytes, width_, span.begin + t + 1);
       }
     }
     return {inputs, targets};
@@ -161,7 +161,7 @@ class TokenFileDataset final : public Dataset {
  private:
   std::unique_ptr<data::MappedFile> file_;
   data::TokenSamples samples_;
-  bool uint16_;
+  int width_;  // bytes per id
   DataShape shape_;
 };
 
@@ -173,21 +173,29 @@ StatusOr<std::unique_ptr<Dataset>> LoadTokenDataset(const DataConfig& config) {
   if (!file.ok()) return file.status();
   data::TokenConfig tokens;
   tokens.path = config.path;
-  tokens.uint16 = config.token_dtype == TokenDtype::kUint16;
+  tokens.width = config.token_dtype == TokenDtype::kUint8    ? 1
+                 : config.token_dtype == TokenDtype::kUint16 ? 2
+                                                             : 4;
   tokens.blocks = config.token_layout == TokenLayout::kBlocks;
   tokens.separator = config.separator;
   tokens.sequence_length = config.sequence_length;
   StatusOr<data::TokenSamples> samples = data::TokenSamples::Index((*file)->bytes(), tokens);
   if (!samples.ok()) return samples.status();
   // The pad token is one past the largest id the dtype can hold, so no id
-  // in the file is mistaken for padding.
-  const int64_t pad = tokens.uint16 ? 65536 : 256;
+  // in the file is mistaken for padding; uint32 ids, whose every value no
+  // embedding holds, are counted instead (one pass): one past the largest.
+  int64_t pad = int64_t{1} << (8 * tokens.width);
+  if (tokens.width == 4) {
+    StatusOr<int64_t> largest = data::LargestTokenId((*file)->bytes(), tokens);
+    if (!largest.ok()) return largest.status();
+    pad = *largest + 1;
+  }
   DataShape shape;
   shape.sequence_length = config.sequence_length;
   shape.vocabulary = pad + 1;
   shape.pad_token = pad;
   return std::unique_ptr<Dataset>(
-      new TokenFileDataset(std::move(*file), std::move(*samples), tokens.uint16, shape));
+      new TokenFileDataset(std::move(*file), std::move(*samples), tokens.width, shape));
 }
 
 }  // namespace accumulus::engine

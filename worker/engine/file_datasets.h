@@ -29,7 +29,9 @@ StatusOr<std::unique_ptr<Dataset>> LoadCsvDataset(const DataConfig& config);
 StatusOr<std::unique_ptr<Dataset>> LoadIdxDataset(const DataConfig& config);
 StatusOr<std::unique_ptr<Dataset>> LoadNpyDataset(const DataConfig& config);
 
-// Token files: a flat array of little-endian uint8 or uint16 token ids.
+// Token files: a flat array of little-endian uint8, uint16 or uint32 token
+// ids (the vocabulary: every id of uint8 and uint16; the largest uint32 id
+// in the file + 1).
 // "documents": cut at config.separator ids (not part of any document),
 // each document padded to config.sequence_length (longer ones continue in
 // the next sample); "blocks": consecutive blocks of sequence_length + 1

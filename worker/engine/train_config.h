@@ -78,7 +78,7 @@ enum class DataTask {
 };
 
 // How a tokens file stores its ids.
-enum class TokenDtype { kUint8, kUint16 };
+enum class TokenDtype { kUint8, kUint16, kUint32 };
 
 enum class TokenLayout {
   // Documents split at a separator token, each padded to sequence_length

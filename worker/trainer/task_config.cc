@@ -88,7 +88,8 @@ StatusOr<engine::TrainConfig> ToTrainConfig(const v1::TrainerTask& task) {
   enums.Map<v1::TokenDtype, engine::TokenDtype>(
       "data.token_dtype", spec.data().token_dtype(),
       {{v1::TOKEN_DTYPE_UINT8, engine::TokenDtype::kUint8},
-       {v1::TOKEN_DTYPE_UINT16, engine::TokenDtype::kUint16}},
+       {v1::TOKEN_DTYPE_UINT16, engine::TokenDtype::kUint16},
+       {v1::TOKEN_DTYPE_UINT32, engine::TokenDtype::kUint32}},
       &c.data.token_dtype);
   enums.Map<v1::TokenLayout, engine::TokenLayout>(
       "data.token_layout", spec.data().token_layout(),
