@@ -231,6 +231,12 @@ TEST_F(FileDatasetTest, GarbledIdxNamesTheByteOffset) {
             "data.path " + c.path +
                 ": at byte 2: expected an IDX type: 0x08 (unsigned byte), 0x09 (signed byte), 0x0b "
                 "(int16), 0x0c (int32), 0x0d (float32) or 0x0e (float64); found 0x0a");
+  c.path = Write("empty.idx3", Idx({0, 2, 2}, {}));
+  EXPECT_EQ(LoadIdxDataset(c).status().message(),
+            "data.path " + c.path + ": no samples (the first dimension is 0)");
+  c.path = Write("hollow.idx3", Idx({2, 0, 2}, {}));
+  EXPECT_EQ(LoadIdxDataset(c).status().message(),
+            "data.path " + c.path + ": samples of no values (a dimension is 0)");
   c.path = Write("short.idx3", Idx({2, 2, 2}, std::vector<uint8_t>(5)));
   EXPECT_EQ(LoadIdxDataset(c).status().message(),
             "data.path " + c.path +

@@ -57,6 +57,11 @@ StatusOr<std::unique_ptr<Dataset>> LoadArrayDataset(const DataConfig& config, Ar
   StatusOr<data::NumericArray> labels = parse("data.labels_path", config.labels_path, *label_bytes);
   if (!labels.ok()) return labels.status();
   const int64_t n = samples->dims[0];
+  if (samples->count == 0) {
+    return Status::InvalidArgument("data.path " + config.path + ": " +
+                                   (n == 0 ? "no samples (the first dimension is 0)"
+                                           : "samples of no values (a dimension is 0)"));
+  }
   const bool regression = config.task == DataTask::kRegression;
   StatusOr<int64_t> outputs =
       regression
@@ -79,7 +84,7 @@ StatusOr<std::unique_ptr<Dataset>> LoadArrayDataset(const DataConfig& config, Ar
   torch::Tensor targets = regression ? ArrayTensor(*labels, torch::kFloat32).reshape({n, *outputs})
                                      : ArrayTensor(*labels, torch::kInt64);
   DataShape shape;
-  shape.features = n > 0 ? inputs[0].numel() : 0;
+  shape.features = inputs[0].numel();
   shape.outputs = *outputs;
   if (sizes.size() == 4 && sizes[2] == sizes[3]) {
     shape.channels = sizes[1];
