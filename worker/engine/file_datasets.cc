@@ -1,6 +1,8 @@
 #include "worker/engine/file_datasets.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,13 +23,47 @@ StatusOr<std::string> ReadFile(const std::string& field, const std::string& path
   return std::string((*file)->bytes());
 }
 
+// The LibTorch dtype whose elements are the file's bytes as they lie, where
+// one is: little-endian (as every machine this runs on), aligned, and not an
+// unsigned type wider than a byte (LibTorch's are partial).
+std::optional<torch::ScalarType> StoredAs(const data::NumericArray& array) {
+  const size_t size = data::ElementSize(array.type);
+  if ((array.big_endian && size > 1) || reinterpret_cast<uintptr_t>(array.data) % size != 0) {
+    return std::nullopt;
+  }
+  switch (array.type) {
+    case data::ElementType::kBool:
+      return torch::kBool;
+    case data::ElementType::kUint8:
+      return torch::kUInt8;
+    case data::ElementType::kInt8:
+      return torch::kInt8;
+    case data::ElementType::kInt16:
+      return torch::kInt16;
+    case data::ElementType::kInt32:
+      return torch::kInt32;
+    case data::ElementType::kInt64:
+      return torch::kInt64;
+    case data::ElementType::kFloat16:
+      return torch::kHalf;
+    case data::ElementType::kFloat32:
+      return torch::kFloat32;
+    case data::ElementType::kFloat64:
+      return torch::kFloat64;
+    default:
+      return std::nullopt;
+  }
+}
+
 // An array's elements as a tensor of its dims and `dtype` (float32 or
-// int64), in row-major order whatever the file's.
+// int64), in row-major order whatever the file's: converted by LibTorch
+// where the bytes are a tensor already, else element by element.
 torch::Tensor ArrayTensor(const data::NumericArray& array, torch::ScalarType dtype) {
   torch::Tensor values;
-  if (array.type == data::ElementType::kUint8) {
-    values =
-        torch::from_blob(const_cast<uint8_t*>(array.data), {array.count}, torch::kUInt8).to(dtype);
+  if (const std::optional<torch::ScalarType> stored = StoredAs(array)) {
+    // Copied even where the dtypes agree: the bytes go with the file.
+    values = torch::from_blob(const_cast<uint8_t*>(array.data), {array.count}, *stored)
+                 .to(dtype, /*non_blocking=*/false, /*copy=*/true);
   } else {
     values = torch::empty({array.count}, torch::kFloat64);
     double* out = values.data_ptr<double>();
