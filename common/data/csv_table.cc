@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <cstring>
 #include <optional>
 #include <string_view>
 
@@ -50,11 +49,11 @@ std::string SeparatedBy(char delimiter) {
 // text follows a closing quote (`*error` says which).
 std::optional<std::vector<std::string>> SplitFields(const std::string& line, char delimiter,
                                                     std::string* error) {
-  const char* const blanks = delimiter == '\t' ? " " : " \t";
+  const std::string_view blanks = delimiter == '\t' ? " " : " \t";
   std::vector<std::string> fields;
   size_t i = 0;
   const auto skip_blanks = [&] {
-    while (i < line.size() && std::strchr(blanks, line[i]) != nullptr) ++i;
+    while (i < line.size() && blanks.find(line[i]) != std::string_view::npos) ++i;
   };
   while (true) {
     skip_blanks();

@@ -268,8 +268,14 @@ TEST(DataFormats, CsvFieldsAreSeparatedByTheFirstLinesCommasTabsOrSemicolons) {
             "t.csv:2: column 1: expected a number");
   EXPECT_EQ(ParseCsv("a;b;y\n1;2;0\n1;2\n", config).status().message(),
             "t.csv:3: expected 3 semicolon-separated columns, found 2");
-  // With a comma on the first line, the file is comma-separated.
+  // Only spaces and tabs are blanks around a field, never a NUL byte.
   config.label_column = "";
+  const std::string nul_first(
+      "1,2,0\n\x00"
+      "1,2,0\n",
+      13);
+  EXPECT_EQ(ParseCsv(nul_first, config).status().message(), "t.csv:2: column 1: expected a number");
+  // With a comma on the first line, the file is comma-separated.
   EXPECT_EQ(ParseCsv("1,2,0\n1,2;3,1\n", config).status().message(),
             "t.csv:2: column 2: expected a number");
 }
