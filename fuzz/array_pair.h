@@ -14,11 +14,7 @@
 
 namespace accumulus::fuzz {
 
-using ArrayParser = StatusOr<data::NumericArray> (*)(const std::string& field,
-                                                     const std::string& path,
-                                                     const std::string& bytes);
-
-inline void FuzzArrayPair(ArrayParser parse, const uint8_t* data, size_t size) {
+inline void FuzzArrayPair(data::ArrayParser parse, const uint8_t* data, size_t size) {
   if (size < 2) return;
   const size_t cut = 1 + data[0] % (size - 1);
   const int64_t declared = data[1] % 12;

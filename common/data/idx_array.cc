@@ -28,7 +28,7 @@ std::optional<ElementType> TypeOf(uint8_t type_byte) {
 }  // namespace
 
 StatusOr<NumericArray> ParseIdx(const std::string& field, const std::string& path,
-                                const std::string& bytes) {
+                                std::string_view bytes) {
   auto fail = [&](size_t offset, const std::string& expected) {
     return ArrayError(field, path, offset, expected);
   };

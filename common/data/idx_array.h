@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "common/data/numeric_array.h"
 #include "common/status.h"
@@ -11,11 +12,8 @@
 namespace accumulus::data {
 
 // Any of the format's types: unsigned byte (0x08), signed byte (0x09), int16
-// (0x0B), int32 (0x0C), float32 (0x0D), float64 (0x0E). `bytes` must
-// outlive the array (it points into them). INVALID_ARGUMENT naming `field`,
-// the path and the byte offset of what is wrong, and what was expected
-// there.
+// (0x0B), int32 (0x0C), float32 (0x0D), float64 (0x0E). An ArrayParser.
 StatusOr<NumericArray> ParseIdx(const std::string& field, const std::string& path,
-                                const std::string& bytes);
+                                std::string_view bytes);
 
 }  // namespace accumulus::data

@@ -132,7 +132,7 @@ std::string Shown(const std::string& descr) {
 }  // namespace
 
 StatusOr<NumericArray> ParseNpy(const std::string& field, const std::string& path,
-                                const std::string& bytes) {
+                                std::string_view bytes) {
   auto fail = [&](size_t offset, const std::string& expected) {
     return ArrayError(field, path, offset, expected);
   };
@@ -154,7 +154,7 @@ StatusOr<NumericArray> ParseNpy(const std::string& field, const std::string& pat
     return fail(8, "a header of " + std::to_string(header_length) + " bytes, found " +
                        std::to_string(bytes.size() - header_start));
   }
-  HeaderReader header(std::string_view(bytes).substr(header_start, header_length), header_start);
+  HeaderReader header(bytes.substr(header_start, header_length), header_start);
   if (!header.Consume('{')) return fail(header.offset(), "'{' (the header's dict)");
   std::optional<NumericArray> array;
   std::optional<bool> fortran_order;

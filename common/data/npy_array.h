@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "common/data/numeric_array.h"
 #include "common/status.h"
@@ -12,11 +13,9 @@
 namespace accumulus::data {
 
 // Numeric dtypes of either byte order: bool, int8 to int64, uint8 to
-// uint64, float16, float32, float64; C or Fortran order. `bytes` must
-// outlive the array (it points into them). INVALID_ARGUMENT naming `field`,
-// the path and the byte offset of what is wrong, and what was expected
-// there; structured, text and object arrays (which need pickle) are refused.
+// uint64, float16, float32, float64; C or Fortran order. An ArrayParser;
+// structured, text and object arrays (which need pickle) are refused.
 StatusOr<NumericArray> ParseNpy(const std::string& field, const std::string& path,
-                                const std::string& bytes);
+                                std::string_view bytes);
 
 }  // namespace accumulus::data

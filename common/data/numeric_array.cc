@@ -98,7 +98,7 @@ Status ArrayError(const std::string& field, const std::string& path, size_t offs
                                  ": expected " + expected);
 }
 
-Status PlaceData(const std::string& field, const std::string& path, const std::string& bytes,
+Status PlaceData(const std::string& field, const std::string& path, std::string_view bytes,
                  size_t dims_offset, size_t data_offset, NumericArray* array) {
   // Dimensions whose product no file could hold: said as such, not
   // overflowed.

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
@@ -58,8 +59,14 @@ Status ArrayError(const std::string& field, const std::string& path, size_t offs
 // `dims_offset` when it overflows), then exactly its elements, floats finite
 // and within a float's range (they are trained as float32). The array
 // points into `bytes`, which must outlive it.
-Status PlaceData(const std::string& field, const std::string& path, const std::string& bytes,
+Status PlaceData(const std::string& field, const std::string& path, std::string_view bytes,
                  size_t dims_offset, size_t data_offset, NumericArray* array);
+
+// A format's reader (ParseIdx, ParseNpy): the array in `bytes` (a file's
+// whole content, read or mapped, which must outlive it), or INVALID_ARGUMENT
+// naming `field`, the path and the byte offset of what is wrong.
+using ArrayParser = StatusOr<NumericArray> (*)(const std::string& field, const std::string& path,
+                                               std::string_view bytes);
 
 // One class label per sample: `labels` is one-dimensional with `samples`
 // entries, each a whole number below the declared classes (0: any up to

@@ -61,7 +61,8 @@ std::optional<torch::ScalarType> StoredAs(const data::NumericArray& array) {
 torch::Tensor ArrayTensor(const data::NumericArray& array, torch::ScalarType dtype) {
   torch::Tensor values;
   if (const std::optional<torch::ScalarType> stored = StoredAs(array)) {
-    // Copied even where the dtypes agree: the bytes go with the file.
+    // Copied even where the dtypes agree: the bytes go with the file's
+    // mapping.
     values = torch::from_blob(const_cast<uint8_t*>(array.data), {array.count}, *stored)
                  .to(dtype, /*non_blocking=*/false, /*copy=*/true);
   } else {
@@ -78,19 +79,20 @@ torch::Tensor ArrayTensor(const data::NumericArray& array, torch::ScalarType dty
   return values.reshape(reversed).permute(back).contiguous();
 }
 
-using ArrayParser = StatusOr<data::NumericArray> (*)(const std::string& field,
-                                                     const std::string& path,
-                                                     const std::string& bytes);
-
-// Samples and labels (or targets) from two array files of one format.
-StatusOr<std::unique_ptr<Dataset>> LoadArrayDataset(const DataConfig& config, ArrayParser parse) {
-  StatusOr<std::string> sample_bytes = ReadFile("data.path", config.path);
-  if (!sample_bytes.ok()) return sample_bytes.status();
-  StatusOr<std::string> label_bytes = ReadFile("data.labels_path", config.labels_path);
-  if (!label_bytes.ok()) return label_bytes.status();
-  StatusOr<data::NumericArray> samples = parse("data.path", config.path, *sample_bytes);
+// Samples and labels (or targets) from two array files of one format,
+// parsed where they are mapped: the tensors are the only copy.
+StatusOr<std::unique_ptr<Dataset>> LoadArrayDataset(const DataConfig& config,
+                                                    data::ArrayParser parse) {
+  StatusOr<std::unique_ptr<data::MappedFile>> sample_file =
+      data::MappedFile::Open("data.path", config.path);
+  if (!sample_file.ok()) return sample_file.status();
+  StatusOr<std::unique_ptr<data::MappedFile>> label_file =
+      data::MappedFile::Open("data.labels_path", config.labels_path);
+  if (!label_file.ok()) return label_file.status();
+  StatusOr<data::NumericArray> samples = parse("data.path", config.path, (*sample_file)->bytes());
   if (!samples.ok()) return samples.status();
-  StatusOr<data::NumericArray> labels = parse("data.labels_path", config.labels_path, *label_bytes);
+  StatusOr<data::NumericArray> labels =
+      parse("data.labels_path", config.labels_path, (*label_file)->bytes());
   if (!labels.ok()) return labels.status();
   const int64_t n = samples->dims[0];
   if (samples->count == 0) {
