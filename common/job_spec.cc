@@ -341,19 +341,17 @@ void CheckData(Violations* bad, const v1::DataSpec& data, const v1::ModelSpec& m
     bad->Add("data.outputs", "data.outputs " + Int(data.outputs()) +
                                  " must be at least 2 classes for classification");
   }
-  if (!bad->AnyOf("data.separator", "data.token_dtype")) {
-    const bool uint8 = data.token_dtype() == v1::TOKEN_DTYPE_UINT8;
-    const int64_t largest = uint8                                          ? 255
-                            : data.token_dtype() == v1::TOKEN_DTYPE_UINT16 ? 65535
-                                                                           : 4294967295;
-    if (data.separator() > largest) {
-      bad->Add("data.separator",
-               "data.separator " + Int(data.separator()) + " is not a " +
-                   (uint8 ? "uint8 token id (0 to 255; data.token_dtype \"uint16\" has 0 to "
-                            "65535)"
-                          : "uint16 token id (0 to 65535; data.token_dtype \"uint32\" has 0 to "
-                            "4294967295)"));
-    }
+  if (!bad->Any("data.separator") && data.token_dtype() == v1::TOKEN_DTYPE_UINT8 &&
+      data.separator() > 255) {
+    bad->Add("data.separator", "data.separator " + Int(data.separator()) +
+                                   " is not a uint8 token id (0 to 255; data.token_dtype "
+                                   "\"uint16\" has 0 to 65535)");
+  }
+  if (!bad->Any("data.separator") && data.token_dtype() == v1::TOKEN_DTYPE_UINT16 &&
+      data.separator() > 65535) {
+    bad->Add("data.separator", "data.separator " + Int(data.separator()) +
+                                   " is not a uint16 token id (0 to 65535; data.token_dtype "
+                                   "\"uint32\" has 0 to 4294967295)");
   }
   CheckPrintable(bad, "data.label_column", data.label_column(), 256, "a column name");
 }
