@@ -283,8 +283,9 @@ void DefaultData(v1::DataSpec* data, const v1::ModelSpec& model, uint64_t job_se
   const bool classification = IsClassification(data->task());
   // A file's classes are its labels' unless the spec declares them (then a
   // label outside them is an error, with the file and line).
-  const bool from_file = data->kind() != v1::DATA_KIND_SYNTHETIC;
-  if (data->outputs() == 0 && !(classification && from_file)) {
+  // Its targets per sample too: a CSV file's label columns, an array's
+  // second dimension (a default of 1 would refuse [N, M] targets).
+  if (data->outputs() == 0 && data->kind() == v1::DATA_KIND_SYNTHETIC) {
     data->set_outputs(classification ? 10 : 1);
   }
   if (data->channels() == 0) data->set_channels(3);
@@ -295,6 +296,61 @@ void DefaultData(v1::DataSpec* data, const v1::ModelSpec& model, uint64_t job_se
   }
   // A data seed distinct from the init seed, yet fixed by the job seed.
   if (data->seed() == 0) data->set_seed(job_seed ^ 0x9E3779B97F4A7C15ULL);
+}
+
+// data.label_column or data.label_columns: names of a CSV file's columns,
+// several only as regression targets (one output each).
+void CheckLabelColumns(Violations* bad, const v1::DataSpec& data) {
+  CheckPrintable(bad, "data.label_column", data.label_column(), kMaxColumnNameBytes,
+                 "a column name");
+  const int count = data.label_columns_size();
+  if (!data.label_column().empty() && count > 0) {
+    bad->Add("data.label_columns",
+             "give data.label_column (one label) or data.label_columns (several targets), not "
+             "both");
+  }
+  const bool named = !data.label_column().empty() || count > 0;
+  if (named && !bad->Any("data.kind") && data.kind() != v1::DATA_KIND_CSV) {
+    bad->Add(count > 0 ? "data.label_columns" : "data.label_column",
+             std::string(count > 0 ? "data.label_columns" : "data.label_column") +
+                 " applies to data.kind \"csv\" only, not " + Quoted(data.kind()));
+  }
+  if (count > kMaxLabelColumns) {
+    bad->Add("data.label_columns", "data.label_columns has " + std::to_string(count) +
+                                       " columns; at most " + std::to_string(kMaxLabelColumns));
+    return;
+  }
+  for (int i = 0; i < count; ++i) {
+    const std::string field = "data.label_columns[" + std::to_string(i) + "]";
+    const std::string& column = data.label_columns(i);
+    if (column.empty()) {
+      bad->Add(field, field + " is empty; name a column (or give its index)");
+      continue;
+    }
+    CheckPrintable(bad, field, column, kMaxColumnNameBytes, "a column name");
+    for (int j = 0; j < i; ++j) {
+      if (data.label_columns(j) == column) {
+        bad->Add(field, field + " repeats data.label_columns[" + std::to_string(j) +
+                            "]: each target is one column");
+        break;
+      }
+    }
+  }
+  if (count > 1 && !bad->Any("data.task") && data.task() != v1::DATA_TASK_REGRESSION) {
+    bad->Add("data.label_columns",
+             "data.label_columns names " + std::to_string(count) +
+                 " columns: several label columns are the targets of data.task \"regression\", "
+                 "and " +
+                 Quoted(data.task()) + " takes one label (data.label_column)");
+  }
+  const int targets = std::max(count, 1);
+  if (data.kind() == v1::DATA_KIND_CSV && data.task() == v1::DATA_TASK_REGRESSION &&
+      !bad->Any("data.outputs") && data.outputs() != 0 && data.outputs() != targets) {
+    bad->Add("data.outputs", "data.outputs " + Int(data.outputs()) + " is not the " +
+                                 std::to_string(targets) + " target(s) of " +
+                                 (count > 0 ? "data.label_columns" : "data.label_column") +
+                                 " (one output per label column)");
+  }
 }
 
 void CheckData(Violations* bad, const v1::DataSpec& data, const v1::ModelSpec& model) {
@@ -353,7 +409,7 @@ void CheckData(Violations* bad, const v1::DataSpec& data, const v1::ModelSpec& m
                                    " is not a uint16 token id (0 to 65535; data.token_dtype "
                                    "\"uint32\" has 0 to 4294967295)");
   }
-  CheckPrintable(bad, "data.label_column", data.label_column(), 256, "a column name");
+  CheckLabelColumns(bad, data);
 }
 
 void DefaultOptimizer(v1::OptimizerSpec* opt) {

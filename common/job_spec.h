@@ -22,6 +22,10 @@ inline constexpr size_t kMaxSpecBytes = 64 * 1024;
 inline constexpr size_t kMaxPathBytes = 4096;
 // model.hidden: at most this many layers.
 inline constexpr int kMaxHiddenLayers = 64;
+// data.label_columns: at most this many targets (each name as label_column:
+// at most 256 bytes).
+inline constexpr int kMaxLabelColumns = 1024;
+inline constexpr size_t kMaxColumnNameBytes = 256;
 // labels: at most this many, keys of at most 63 bytes (after an optional
 // DNS-style prefix of at most 253 and a "/"), values of at most 256.
 inline constexpr int kMaxLabels = 32;

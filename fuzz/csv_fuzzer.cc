@@ -1,5 +1,6 @@
-// The CSV reader: any bytes, any label column; what it accepts is a whole
-// table whose labels are classes, and no error quotes the file.
+// The CSV reader: any bytes, any label column or columns; what it accepts is
+// a whole table whose labels are classes, and no error quotes the file.
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -15,7 +16,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   config.classification = data[0] & 1;
   config.declared_classes = (data[0] >> 1) & 7;
   const char* columns[] = {"", "0", "-1", "label", "2", "x"};
-  config.label_column = columns[(data[0] >> 4) % 6];
+  const int choice = data[0] >> 4;
+  if (choice < 6) {
+    config.label_column = columns[choice];
+  } else {  // several targets (or the same column twice)
+    config.label_columns = {columns[choice % 6], columns[(choice + 3) % 6]};
+    if (choice >= 12) config.label_columns.push_back("1");
+  }
   const std::string text(reinterpret_cast<const char*>(data) + 1, size - 1);
   accumulus::StatusOr<accumulus::data::CsvTable> table = accumulus::data::ParseCsv(text, config);
   if (!table.ok()) {
@@ -24,7 +31,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   FUZZ_CHECK(table->rows > 0 && table->features > 0);
   FUZZ_CHECK(static_cast<int64_t>(table->inputs.size()) == table->rows * table->features);
-  FUZZ_CHECK(static_cast<int64_t>(table->targets.size()) == table->rows);
+  const auto labels = static_cast<int64_t>(std::max<size_t>(config.label_columns.size(), 1));
+  FUZZ_CHECK(table->targets_per_row == labels);
+  FUZZ_CHECK(static_cast<int64_t>(table->targets.size()) == table->rows * labels);
   for (float x : table->inputs) FUZZ_CHECK(std::isfinite(x));
   if (config.classification) {
     for (double y : table->targets) {

@@ -103,20 +103,69 @@ bool ParseNumber(const std::string& text, double* value) {
 
 std::string At(const std::string& path, int64_t line) { return path + ":" + std::to_string(line); }
 
-// The label column's index among `columns`, or -1.
-int64_t LabelIndex(const CsvConfig& config, const std::vector<std::string>& header,
-                   int64_t columns) {
-  if (config.label_column.empty()) return columns - 1;
+// The column `name` names among `columns`: a whole number is a 0-based
+// index (negative: from the end), anything else a header name. -1: none.
+int64_t ColumnIndex(const std::string& name, const std::vector<std::string>& header,
+                    int64_t columns) {
   double index = 0;
-  if (ParseNumber(config.label_column, &index)) {
-    if (!std::isfinite(index) || std::fabs(index) > static_cast<double>(columns)) return -1;
+  if (ParseNumber(name, &index) && index == std::floor(index)) {
+    if (std::fabs(index) >= static_cast<double>(columns) + (index < 0)) return -1;
     const auto i = static_cast<int64_t>(index);
     return i < 0 ? columns + i : i;
   }
   for (size_t i = 0; i < header.size(); ++i) {
-    if (header[i] == config.label_column) return static_cast<int64_t>(i);
+    if (header[i] == name) return static_cast<int64_t>(i);
   }
   return -1;
+}
+
+// The label columns' indices among the `columns` of data (after the row
+// names, if any), in the order of the targets: config's label_columns, or
+// its label_column, or the last column.
+StatusOr<std::vector<int64_t>> LabelIndices(const CsvConfig& config,
+                                            const std::vector<std::string>& header, int64_t columns,
+                                            bool row_names) {
+  if (!config.label_column.empty() && !config.label_columns.empty()) {
+    return Status::InvalidArgument(
+        "give data.label_column (one label) or data.label_columns (several targets), not both");
+  }
+  if (config.classification && config.label_columns.size() > 1) {
+    return Status::InvalidArgument("data.label_columns names " +
+                                   std::to_string(config.label_columns.size()) +
+                                   " columns: several label columns are regression targets");
+  }
+  const bool several = !config.label_columns.empty();
+  const std::vector<std::string> names =
+      several ? config.label_columns : std::vector<std::string>{config.label_column};
+  std::vector<int64_t> indices;
+  for (size_t n = 0; n < names.size(); ++n) {
+    const std::string field =
+        several ? "data.label_columns[" + std::to_string(n) + "]" : "data.label_column";
+    const int64_t index =
+        names[n].empty() && !several ? columns - 1 : ColumnIndex(names[n], header, columns);
+    if (index < 0) {
+      return Status::InvalidArgument(field + " \"" + names[n] + "\" is not a column of " +
+                                     config.path + " (it has " + std::to_string(columns) +
+                                     " columns" +
+                                     (header.empty() ? " and no header line)"
+                                      : row_names    ? " besides its row names)"
+                                                     : ")"));
+    }
+    const auto same = std::find(indices.begin(), indices.end(), index);
+    if (same != indices.end()) {
+      const size_t other = static_cast<size_t>(same - indices.begin());
+      return Status::InvalidArgument(field + " \"" + names[n] + "\" names column " +
+                                     std::to_string(index + 1 + (row_names ? 1 : 0)) + " of " +
+                                     config.path + ", as data.label_columns[" +
+                                     std::to_string(other) + "] \"" + names[other] + "\" does");
+    }
+    indices.push_back(index);
+  }
+  if (static_cast<int64_t>(indices.size()) >= columns) {
+    return Status::InvalidArgument(config.path + ": each of its " + std::to_string(columns) +
+                                   " columns is a label column; at least one must be a feature");
+  }
+  return indices;
 }
 
 }  // namespace
@@ -132,8 +181,9 @@ StatusOr<CsvTable> ParseCsv(const std::string& text, const CsvConfig& config) {
   std::vector<std::string> header;
   std::vector<std::vector<double>> rows;
   std::vector<int64_t> row_lines;  // each row's line in the file
-  size_t columns = 0;
-  char delimiter = 0;  // from the first line
+  size_t fields_per_line = 0;      // row names too
+  size_t row_names = 0;            // 1: the first field of each line names its row
+  char delimiter = 0;              // from the first line
   for (size_t at = start; at < text.size();) {
     // A line ends at LF, CRLF or a lone CR (classic Mac OS line ends, which
     // Excel for Mac still writes as "CSV (Macintosh)"); read by LF alone,
@@ -149,29 +199,47 @@ StatusOr<CsvTable> ParseCsv(const std::string& text, const CsvConfig& config) {
         SplitFields(line, delimiter, &split_error);
     if (!split) return Status::InvalidArgument(At(config.path, line_number) + ": " + split_error);
     const std::vector<std::string>& fields = *split;
-    std::vector<double> row(fields.size());
-    bool numeric = true;
-    for (size_t i = 0; i < fields.size() && numeric; ++i) numeric = ParseNumber(fields[i], &row[i]);
-    if (!numeric && rows.empty() && header.empty()) {
-      header = fields;  // the first line names the columns
-      columns = fields.size();
-      continue;
+    if (fields_per_line == 0) {
+      fields_per_line = fields.size();
+      double value = 0;
+      const bool numeric = std::all_of(fields.begin(), fields.end(), [&](const std::string& f) {
+        return ParseNumber(f, &value);
+      });
+      if (!numeric) {
+        // The first line names the columns. A first column of no name
+        // holds row names, as pandas' to_csv (the index) and R's write.csv
+        // write them by default: not data (as a feature they would teach
+        // the model where a sample sits in the file), and not always
+        // numbers.
+        header = fields;
+        row_names = header[0].empty() ? 1 : 0;
+        header.erase(header.begin(), header.begin() + static_cast<ptrdiff_t>(row_names));
+        const auto nameless = std::find(header.begin(), header.end(), "");
+        if (nameless != header.end()) {
+          return Status::InvalidArgument(
+              At(config.path, line_number) + ": column " +
+              std::to_string(nameless - header.begin() + 1 + static_cast<ptrdiff_t>(row_names)) +
+              ": expected a column name in the header line");
+        }
+        continue;
+      }
     }
-    if (columns == 0) columns = fields.size();
-    if (fields.size() != columns) {
-      return Status::InvalidArgument(At(config.path, line_number) + ": expected " +
-                                     std::to_string(columns) + " " + SeparatedBy(delimiter) +
-                                     " columns, found " + std::to_string(fields.size()));
+    if (fields.size() != fields_per_line) {
+      return Status::InvalidArgument(
+          At(config.path, line_number) + ": expected " + std::to_string(fields_per_line) + " " +
+          SeparatedBy(delimiter) + " columns, found " + std::to_string(fields.size()));
     }
     // Never quoting the field: the file may hold what its reader may not
     // see (the error reaches whoever submitted the job).
-    for (size_t i = 0; i < fields.size(); ++i) {
-      if (!ParseNumber(fields[i], &row[i])) {
+    std::vector<double> row(fields.size() - row_names);
+    for (size_t i = row_names; i < fields.size(); ++i) {
+      double& value = row[i - row_names];
+      if (!ParseNumber(fields[i], &value)) {
         return Status::InvalidArgument(At(config.path, line_number) + ": column " +
                                        std::to_string(i + 1) + ": expected a number");
       }
       // Trained as float32: a value beyond its range would be inf there.
-      if (!std::isfinite(static_cast<float>(row[i]))) {
+      if (!std::isfinite(static_cast<float>(value))) {
         return Status::InvalidArgument(At(config.path, line_number) + ": column " +
                                        std::to_string(i + 1) +
                                        ": expected a finite number (not nan, inf or beyond the "
@@ -182,39 +250,42 @@ StatusOr<CsvTable> ParseCsv(const std::string& text, const CsvConfig& config) {
     row_lines.push_back(line_number);
   }
   if (rows.empty()) return Status::InvalidArgument(config.path + ": no data rows");
+  const size_t columns = fields_per_line - row_names;
   if (columns < 2) {
-    return Status::InvalidArgument(config.path +
-                                   ": needs at least 2 columns (features and a label)");
+    return Status::InvalidArgument(config.path + ": needs at least 2 columns" +
+                                   (row_names ? " besides the row names" : "") +
+                                   " (features and a label)");
   }
   const auto width = static_cast<int64_t>(columns);
-  const int64_t label = LabelIndex(config, header, width);
-  if (label < 0 || label >= width) {
-    return Status::InvalidArgument("data.label_column \"" + config.label_column +
-                                   "\" is not a column of " + config.path + " (it has " +
-                                   std::to_string(columns) + " columns" +
-                                   (header.empty() ? " and no header line)" : ")"));
-  }
+  StatusOr<std::vector<int64_t>> labels = LabelIndices(config, header, width, row_names != 0);
+  if (!labels.ok()) return labels.status();
+  std::vector<bool> is_label(columns, false);
+  for (int64_t c : *labels) is_label[static_cast<size_t>(c)] = true;
 
   CsvTable table;
   table.rows = static_cast<int64_t>(rows.size());
-  table.features = width - 1;
-  table.inputs.reserve(rows.size() * (columns - 1));
-  table.targets.reserve(rows.size());
+  table.targets_per_row = static_cast<int64_t>(labels->size());
+  table.features = width - table.targets_per_row;
+  table.inputs.reserve(rows.size() * static_cast<size_t>(table.features));
+  table.targets.reserve(rows.size() * labels->size());
   for (size_t r = 0; r < rows.size(); ++r) {
-    for (int64_t c = 0; c < width; ++c) {
-      if (c != label) table.inputs.push_back(static_cast<float>(rows[r][static_cast<size_t>(c)]));
+    for (size_t c = 0; c < columns; ++c) {
+      if (!is_label[c]) table.inputs.push_back(static_cast<float>(rows[r][c]));
     }
-    const double y = rows[r][static_cast<size_t>(label)];
-    if (config.classification) {
-      if (y < 0 || y != std::floor(y) ||
-          y >= static_cast<double>(ClassLimit(config.declared_classes))) {
-        return Status::InvalidArgument(At(config.path, row_lines[r]) + ": column " +
-                                       std::to_string(label + 1) + " (the label): expected " +
-                                       ExpectedClass(config.declared_classes));
+    for (int64_t label : *labels) {
+      const double y = rows[r][static_cast<size_t>(label)];
+      if (config.classification) {
+        if (y < 0 || y != std::floor(y) ||
+            y >= static_cast<double>(ClassLimit(config.declared_classes))) {
+          return Status::InvalidArgument(
+              At(config.path, row_lines[r]) + ": column " +
+              std::to_string(label + 1 + static_cast<int64_t>(row_names)) +
+              " (the label): expected " + ExpectedClass(config.declared_classes));
+        }
+        table.classes = std::max(table.classes, static_cast<int64_t>(y) + 1);
       }
-      table.classes = std::max(table.classes, static_cast<int64_t>(y) + 1);
+      table.targets.push_back(y);
     }
-    table.targets.push_back(y);
   }
   if (config.classification) table.classes = std::max(table.classes, config.declared_classes);
   return table;

@@ -11,8 +11,13 @@
 namespace accumulus::data {
 
 struct CsvConfig {
-  std::string path;          // for errors
-  std::string label_column;  // a header name, a 0-based index (negative: from the end); "": last
+  std::string path;  // for errors
+  // The label: a header name, a 0-based index (negative: from the end);
+  // "": the last column, unless label_columns names several.
+  std::string label_column;
+  // Regression: the target columns, named as label_column, in the order of
+  // the targets. Exclusive with label_column.
+  std::vector<std::string> label_columns;
   bool classification = true;
   // The classes the spec declares (data.outputs); 0: the labels' own.
   int64_t declared_classes = 0;
@@ -21,8 +26,9 @@ struct CsvConfig {
 struct CsvTable {
   int64_t rows = 0;
   int64_t features = 0;
+  int64_t targets_per_row = 1;  // the label columns
   std::vector<float> inputs;    // rows × features, row-major
-  std::vector<double> targets;  // per row: a class index or a value
+  std::vector<double> targets;  // rows × targets_per_row: class indices or values
   int64_t classes = 0;          // classification: at least the largest label + 1
 };
 
@@ -30,7 +36,8 @@ struct CsvTable {
 // of its fields is not a number; blank lines are skipped; LF, CRLF or CR line
 // ends, a UTF-8 byte order mark and RFC 4180 quoted fields (on one line) are
 // fine. Fields are separated by commas, or by tabs or semicolons when the
-// first line has those and no comma.
+// first line has those and no comma. The label columns are the targets; the
+// other columns, in the file's order, the features.
 // Every value is finite; a class label is an index below the declared
 // classes (else below the most a job may have). INVALID_ARGUMENT names the
 // file, the line and the column and what was expected there — never what

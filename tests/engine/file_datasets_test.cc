@@ -402,6 +402,50 @@ TEST_F(FileDatasetTest, TrainsAnMlpRegressionOnFloatIdxFiles) {
   EXPECT_LT(sink.steps.back().loss, sink.steps.front().loss / 2);
 }
 
+// The same numbers as a CSV file of two label columns, between and after
+// the features, and as IDX arrays: the same job, step for step.
+TEST_F(FileDatasetTest, CsvTargetColumnsTrainAsTheSameTargetsInArrays) {
+  std::vector<float> features, targets;
+  std::string csv = "sum,a,diff,b\n";  // exact in decimal and in float
+  for (int i = 0; i < 32; ++i) {
+    const float a = static_cast<float>(i % 8) / 8, b = static_cast<float>(i % 4) / 4;
+    features.insert(features.end(), {a, b});
+    targets.insert(targets.end(), {a - b, a + b});
+    csv += std::to_string(a + b) + "," + std::to_string(a) + "," + std::to_string(a - b) + "," +
+           std::to_string(b) + "\n";
+  }
+  TrainConfig c;
+  c.data.task = DataTask::kRegression;
+  c.model.hidden = {8};
+  c.optimizer.lr = 0.1;
+  c.micro_batch = 4;
+  c.accumulation_steps = 2;
+  c.epochs = 3;
+  TrainConfig from_arrays = c;
+  from_arrays.data.kind = DataKind::kIdx;
+  from_arrays.data.path = Write("x.idx2", Idx({32, 2}, BigEndianBytes(features), 0x0D));
+  from_arrays.data.labels_path = Write("y.idx2", Idx({32, 2}, BigEndianBytes(targets), 0x0D));
+  TrainConfig from_csv = c;
+  from_csv.data.kind = DataKind::kCsv;
+  from_csv.data.path = Write("t.csv", csv);
+  from_csv.data.label_columns = {"diff", "0"};
+  Quiet arrays_sink, csv_sink;
+  ASSERT_TRUE(Train(from_arrays, &arrays_sink).ok());
+  const Status status = Train(from_csv, &csv_sink);
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  ASSERT_EQ(csv_sink.steps.size(), 12u);
+  ASSERT_EQ(arrays_sink.steps.size(), csv_sink.steps.size());
+  for (size_t i = 0; i < csv_sink.steps.size(); ++i) {
+    EXPECT_EQ(csv_sink.steps[i].loss, arrays_sink.steps[i].loss) << "step " << i + 1;
+  }
+  EXPECT_LT(csv_sink.steps.back().loss, csv_sink.steps.front().loss);
+
+  from_csv.data.outputs = 3;
+  EXPECT_EQ(LoadCsvDataset(from_csv.data).status().message(),
+            "data.outputs 3 is not the 2 target(s) per row of data.path " + from_csv.data.path +
+                " (one per label column)");
+}
+
 TEST_F(FileDatasetTest, TrainsACharLmOnATokenFileCountingItsTargetTokens) {
   // Documents of 5..20 bytes from a repeating text, split at '\n'.
   std::string text;

@@ -323,6 +323,21 @@ TEST(ToTrainConfig, TheMemoryBudgetIsTheSpecsOrElseTheDeviceSlots) {
   EXPECT_EQ(c->memory_limit_bytes, 0) << "neither: no budget";
 }
 
+TEST(ToTrainConfig, CsvTargetsKeepTheirColumnsOrderAndTheFilesCount) {
+  const StatusOr<TrainConfig> c = ConfigOf(R"(
+model: {kind: mlp}
+data: {kind: csv, path: /data/t.csv, task: regression, label_columns: [y2, "0"]}
+micro_batch: 8
+accumulation_steps: 2
+optimizer: {lr: 0.1}
+epochs: 1
+)");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->data.label_columns, (std::vector<std::string>{"y2", "0"}));
+  EXPECT_EQ(c->data.label_column, "");
+  EXPECT_EQ(c->data.outputs, 0) << "the targets are counted from the file";
+}
+
 TEST(ToTrainConfig, AnInvalidSpecIsRefusedWithItsField) {
   StatusOr<v1::JobSpec> spec = ParseJobSpecYaml(kSmallSpec, "job.yaml");
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();

@@ -208,9 +208,9 @@ TEST(DataFormats, CsvTakesQuotedFieldsAsSpreadsheetsAndRWriteThem) {
   config.path = "t.csv";
   config.label_column = "the label";
   // R's write.csv: a quoted header (a name with a comma and a quote too),
-  // quoted row names; a byte order mark before it all.
+  // quoted numbers; a byte order mark before it all.
   const auto table = ParseCsv(
-      "\xEF\xBB\xBF\"\",\"x, \"\"mm\"\"\",\"the label\"\r\n\"1\", 0.5 ,\"1\"\r\n\"2\",-2,0\r\n",
+      "\xEF\xBB\xBF\"w\",\"x, \"\"mm\"\"\",\"the label\"\r\n\"1\", 0.5 ,\"1\"\r\n\"2\",-2,0\r\n",
       config);
   ASSERT_TRUE(table.ok()) << table.status().ToString();
   EXPECT_EQ(table->rows, 2);
@@ -231,6 +231,86 @@ TEST(DataFormats, CsvTakesQuotedFieldsAsSpreadsheetsAndRWriteThem) {
   EXPECT_EQ(ParseCsv("1,2,0\n1,2,\n", config).status().message(),
             "t.csv:2: column 3: expected a number")
       << "a trailing comma is an empty last field";
+}
+
+TEST(DataFormats, CsvRowNamesAreNeitherFeaturesNorColumns) {
+  CsvConfig config;
+  config.path = "t.csv";
+  // pandas' to_csv writes the index under an empty name, R's write.csv its
+  // row names under "": names, not always numbers, never data.
+  for (const std::string file :
+       {",a,b,y\n0,1,2,0\n1,3,4,1\n", "\"\",\"a\",\"b\",\"y\"\n\"r1\",1,2,0\n\"r2\",3,4,1\n"}) {
+    for (const char* label : {"y", "2", "-1", ""}) {
+      config.label_column = label;
+      const auto table = ParseCsv(file, config);
+      ASSERT_TRUE(table.ok()) << table.status().ToString();
+      EXPECT_EQ(table->features, 2);
+      EXPECT_EQ(table->inputs, (std::vector<float>{1, 2, 3, 4}));
+      EXPECT_EQ(table->targets, (std::vector<double>{0, 1}));
+    }
+    // Positions in errors are the file's own, the row names' column too.
+    config.label_column = "3";
+    EXPECT_EQ(ParseCsv(file, config).status().message(),
+              "data.label_column \"3\" is not a column of t.csv (it has 3 columns besides its "
+              "row names)");
+  }
+  config.label_column = "";
+  EXPECT_EQ(ParseCsv(",a,y\n0,1,0\n1,x,1\n", config).status().message(),
+            "t.csv:3: column 2: expected a number");
+  config.declared_classes = 2;
+  EXPECT_EQ(ParseCsv(",a,y\n0,1,7\n", config).status().message(),
+            "t.csv:2: column 3 (the label): expected a class index from 0 to 1 (data.outputs 2)");
+  EXPECT_EQ(ParseCsv(",y\n0,1\n", config).status().message(),
+            "t.csv: needs at least 2 columns besides the row names (features and a label)");
+  // A column of no name anywhere else is refused, not guessed at.
+  EXPECT_EQ(ParseCsv("a,,y\n1,2,0\n", config).status().message(),
+            "t.csv:1: column 2: expected a column name in the header line");
+  EXPECT_EQ(ParseCsv(",a,\"\"\n0,2,0\n", config).status().message(),
+            "t.csv:1: column 3: expected a column name in the header line");
+}
+
+TEST(DataFormats, CsvRegressionTakesSeveralTargetColumnsInTheirOrder) {
+  CsvConfig config;
+  config.path = "t.csv";
+  config.classification = false;
+  // By name and by index (from the end too): the targets in the order given,
+  // the features in the file's.
+  for (const std::vector<std::string>& columns :
+       std::vector<std::vector<std::string>>{{"y2", "y1"}, {"3", "1"}, {"-1", "y1"}}) {
+    config.label_columns = columns;
+    const auto table = ParseCsv("a,y1,b,y2\n1,10,2,20\n3,30,4,40\n5,50,6,60\n", config);
+    ASSERT_TRUE(table.ok()) << table.status().ToString();
+    EXPECT_EQ(table->rows, 3);
+    EXPECT_EQ(table->features, 2);
+    EXPECT_EQ(table->targets_per_row, 2);
+    EXPECT_EQ(table->inputs, (std::vector<float>{1, 2, 3, 4, 5, 6}));
+    EXPECT_EQ(table->targets, (std::vector<double>{20, 10, 40, 30, 60, 50}));
+  }
+  const auto error = [&](std::vector<std::string> columns) {
+    config.label_columns = std::move(columns);
+    return std::string(ParseCsv(",a,y1,y2\n0,1,2,3\n", config).status().message());
+  };
+  EXPECT_EQ(error({"y1", "1"}),
+            "data.label_columns[1] \"1\" names column 3 of t.csv, as data.label_columns[0] "
+            "\"y1\" does")
+      << "indices count the columns after the row names; errors, the file's";
+  EXPECT_EQ(error({"y1", "z"}),
+            "data.label_columns[1] \"z\" is not a column of t.csv (it has 3 columns besides its "
+            "row names)");
+  EXPECT_EQ(error({"y1", "1.5"}),
+            "data.label_columns[1] \"1.5\" is not a column of t.csv (it has 3 columns besides "
+            "its row names)")
+      << "an index is a whole number";
+  EXPECT_EQ(error({"y1", "y2", "a"}),
+            "t.csv: each of its 3 columns is a label column; at least one must be a feature");
+  config.label_column = "y1";
+  EXPECT_EQ(error({"y2"}),
+            "give data.label_column (one label) or data.label_columns (several targets), not "
+            "both");
+  config.label_column = "";
+  config.classification = true;
+  EXPECT_EQ(error({"y1", "y2"}),
+            "data.label_columns names 2 columns: several label columns are regression targets");
 }
 
 TEST(DataFormats, CsvLinesEndAtLfCrlfOrALoneCr) {

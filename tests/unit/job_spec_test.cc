@@ -330,6 +330,26 @@ INSTANTIATE_TEST_SUITE_P(
                  "data.labels_path is required for data.kind \"npy\""},
         BadField{"Classes", "data: {outputs: 1}",
                  "data.outputs 1 must be at least 2 classes for classification"},
+        BadField{"LabelColumnAndColumns",
+                 "data: {kind: csv, path: t.csv, label_column: y, label_columns: [y]}",
+                 "give data.label_column (one label) or data.label_columns (several targets), "
+                 "not both"},
+        BadField{"SeveralLabelColumnsForClasses",
+                 "data: {kind: csv, path: t.csv, label_columns: [a, b]}",
+                 "data.label_columns names 2 columns: several label columns are the targets of "
+                 "data.task \"regression\", and \"classification\" takes one label "
+                 "(data.label_column)"},
+        BadField{"RepeatedLabelColumn",
+                 "data: {kind: csv, path: t.csv, task: regression, outputs: 2, label_columns: "
+                 "[a, a]}",
+                 "data.label_columns[1] repeats data.label_columns[0]: each target is one column"},
+        BadField{"OutputsNotTheLabelColumns",
+                 "data: {kind: csv, path: t.csv, task: regression, label_columns: [a, b]}",
+                 "data.outputs 3 is not the 2 target(s) of data.label_columns (one output per "
+                 "label column)"},
+        BadField{"LabelColumnOfAnArray",
+                 "data: {kind: npy, path: x.npy, labels_path: y.npy, label_column: y}",
+                 "data.label_column applies to data.kind \"csv\" only, not \"npy\""},
         BadField{"NegativeLr", "optimizer: {lr: -0.1}",
                  "optimizer.lr -0.1 must be a positive number"},
         BadField{"Momentum", "optimizer: {momentum: 1.5}",
@@ -344,6 +364,57 @@ INSTANTIATE_TEST_SUITE_P(
 // A closed set's value that the enum does not name (a raw client's, or a
 // newer one's) is refused by its number; none at all where one is needed
 // lists the names.
+// A file's targets per sample are the file's (a CSV file's label columns,
+// an array's second dimension) unless the spec declares them; synthetic
+// data has one.
+TEST(NormalizeJobSpec, RegressionOutputsOfAFileAreTheFiles) {
+  for (const char* data : {"{kind: csv, path: t.csv, task: regression}",
+                           "{kind: csv, path: t.csv, task: regression, label_columns: [a, b]}",
+                           "{kind: npy, path: x.npy, labels_path: y.npy, task: regression}",
+                           "{kind: idx, path: x.idx, labels_path: y.idx, task: regression}"}) {
+    const StatusOr<v1::JobSpec> spec = NormalizeJobSpec(
+        Parse(std::string("model: {kind: mlp}\ndata: ") + data +
+              "\nmicro_batch: 8\naccumulation_steps: 1\noptimizer: {lr: 0.1}\nepochs: 1\n"));
+    ASSERT_TRUE(spec.ok()) << data << ": " << spec.status().ToString();
+    EXPECT_EQ(spec->data().outputs(), 0) << data;
+  }
+  v1::JobSpec synthetic = Parse(kValid);
+  synthetic.mutable_data()->set_task(v1::DATA_TASK_REGRESSION);
+  synthetic.mutable_data()->clear_outputs();
+  const StatusOr<v1::JobSpec> spec = NormalizeJobSpec(synthetic);
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->data().outputs(), 1);
+}
+
+// What a raw client may send that YAML would not.
+TEST(NormalizeJobSpec, LabelColumnsAreNamesOfBoundedCount) {
+  v1::JobSpec spec = Parse(kValid);
+  v1::DataSpec* data = spec.mutable_data();
+  data->set_kind(v1::DATA_KIND_CSV);
+  data->set_path("t.csv");
+  data->set_task(v1::DATA_TASK_REGRESSION);
+  data->clear_outputs();
+  data->add_label_columns("a");
+  data->add_label_columns("");
+  StatusOr<v1::JobSpec> result = NormalizeJobSpec(spec);
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().message(),
+            "data.label_columns[1] is empty; name a column (or give its index)");
+  data->set_label_columns(1, "b\x1b[2J");
+  result = NormalizeJobSpec(spec);
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().message(),
+            "data.label_columns[1]: character 2 (U+001B) is a control character; a column name "
+            "is printable text");
+  data->clear_label_columns();
+  for (int i = 0; i <= kMaxLabelColumns; ++i) data->add_label_columns(std::to_string(i));
+  result = NormalizeJobSpec(spec);
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().message(), "data.label_columns has 1025 columns; at most 1024");
+  data->mutable_label_columns()->RemoveLast();
+  EXPECT_TRUE(NormalizeJobSpec(spec).ok()) << "1024 targets are within the limit";
+}
+
 TEST(NormalizeJobSpec, AClosedSetTakesOnlyItsOwnValues) {
   v1::JobSpec spec = Parse(kValid);
   spec.mutable_optimizer()->set_kind(static_cast<v1::OptimizerKind>(7));

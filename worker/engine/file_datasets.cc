@@ -139,19 +139,28 @@ StatusOr<std::unique_ptr<Dataset>> LoadCsvDataset(const DataConfig& config) {
   data::CsvConfig csv;
   csv.path = config.path;
   csv.label_column = config.label_column;
+  csv.label_columns = config.label_columns;
   csv.classification = config.task == DataTask::kClassification;
   csv.declared_classes = csv.classification ? config.outputs : 0;
   StatusOr<data::CsvTable> table = data::ParseCsv(*text, csv);
   if (!table.ok()) return table.status();
   const int64_t n = table->rows;
+  const int64_t targets_per_row = table->targets_per_row;
+  if (!csv.classification && config.outputs > 0 && config.outputs != targets_per_row) {
+    return Status::InvalidArgument("data.outputs " + std::to_string(config.outputs) +
+                                   " is not the " + std::to_string(targets_per_row) +
+                                   " target(s) per row of data.path " + config.path +
+                                   " (one per label column)");
+  }
   torch::Tensor inputs =
       torch::from_blob(table->inputs.data(), {n, table->features}, torch::kFloat32).clone();
-  torch::Tensor targets = torch::from_blob(table->targets.data(), {n}, torch::kFloat64)
-                              .to(csv.classification ? torch::kInt64 : torch::kFloat32);
-  if (!csv.classification) targets = targets.reshape({n, 1});
+  torch::Tensor targets =
+      torch::from_blob(table->targets.data(), {n, targets_per_row}, torch::kFloat64)
+          .to(csv.classification ? torch::kInt64 : torch::kFloat32);
+  if (csv.classification) targets = targets.reshape({n});
   DataShape shape;
   shape.features = table->features;
-  shape.outputs = csv.classification ? table->classes : 1;
+  shape.outputs = csv.classification ? table->classes : targets_per_row;
   return std::unique_ptr<Dataset>(new TensorDataset(inputs, targets, shape));
 }
 

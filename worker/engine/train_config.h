@@ -95,8 +95,10 @@ struct DataConfig {
   std::string path;
   std::string labels_path;
   // csv: the label column, by header name or 0-based index (negative counts
-  // from the end); empty: the last column.
+  // from the end); empty: the last column, unless label_columns names the
+  // targets of a regression (one output each, in their order).
   std::string label_column;
+  std::vector<std::string> label_columns;
   // tokens: the ids' width and how they form samples (documents end at
   // `separator`).
   TokenDtype token_dtype = TokenDtype::kUint8;

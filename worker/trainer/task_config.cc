@@ -126,6 +126,8 @@ StatusOr<engine::TrainConfig> ToTrainConfig(const v1::TrainerTask& task) {
   c.data.path = spec.data().path();
   c.data.labels_path = spec.data().labels_path();
   c.data.label_column = spec.data().label_column();
+  c.data.label_columns.assign(spec.data().label_columns().begin(),
+                              spec.data().label_columns().end());
   c.data.separator = spec.data().separator();
   c.optimizer.lr = spec.optimizer().lr();
   c.optimizer.momentum = spec.optimizer().momentum();

@@ -259,6 +259,43 @@ def test_a_job_trains_on_arrays_saved_with_numpy(cluster, tmp_path):
     assert rows[-1]["loss"] < rows[0]["loss"]
 
 
+def test_several_targets_train_alike_from_a_pandas_csv_and_from_npy(cluster, tmp_path):
+    np = pytest.importorskip("numpy")
+    pandas = pytest.importorskip("pandas")
+    rng = np.random.default_rng(1)
+    # Quarters: exact in decimal text and in float32, so both files hold the
+    # same numbers.
+    x = rng.integers(-8, 8, size=(64, 3)) / 4
+    frame = pandas.DataFrame(x, columns=["a", "b", "c"])
+    frame["y1"] = frame["a"] + frame["b"]
+    frame["y2"] = frame["b"] - frame["c"]
+    frame.to_csv(tmp_path / "t.csv")  # with the index, as pandas writes by default
+    np.save(tmp_path / "x.npy", frame[["a", "b", "c"]].to_numpy(np.float32))
+    np.save(tmp_path / "y.npy", frame[["y2", "y1"]].to_numpy(np.float32))
+    common = {
+        "model": {"kind": "mlp", "hidden": [8]},
+        "micro_batch": 8, "accumulation_steps": 2,
+        "optimizer": {"kind": "sgd", "lr": 0.05}, "epochs": 3, "seed": 5,
+    }
+    csv = dict(common, data={"kind": "csv", "path": str(tmp_path / "t.csv"),
+                             "task": "regression", "label_columns": ["y2", "y1"]})
+    npy = dict(common, data={"kind": "npy", "path": str(tmp_path / "x.npy"),
+                             "labels_path": str(tmp_path / "y.npy"), "task": "regression"})
+    losses = []
+    with cluster.client() as c:
+        for spec in (csv, npy):
+            job = c.submit(spec)
+            final = c.wait(job.id)
+            assert final.state == job_pb2.JOB_STATE_SUCCEEDED, final.reason
+            losses.append([r["loss"] for r in c.steps(job.id)])
+        with pytest.raises(accumulus.InvalidArgumentError,
+                           match=r"data.outputs 3 is not the 2 target"):
+            c.submit(dict(csv, data=dict(csv["data"], outputs=3)))
+    assert len(losses[0]) == 12  # 64 / 16 × 3 epochs
+    assert losses[0] == losses[1]
+    assert losses[0][-1] < losses[0][0]
+
+
 def test_list_pages_through_every_job_with_the_servers_filters(cluster):
     tag = uuid.uuid4().hex[:8]
     with cluster.client() as c:
