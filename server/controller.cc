@@ -140,6 +140,7 @@ StatusOr<std::unique_ptr<Controller>> Controller::Start(const ControllerOptions&
   c->jobs_->set_finished_job_metrics_retention(options.finished_job_metrics_retention);
   c->jobs_->set_keep_finished(options.keep_finished_jobs);
   c->jobs_->set_max_active_jobs(options.max_active_jobs, options.max_active_jobs_per_owner);
+  c->jobs_->set_max_submits_per_minute(options.max_submits_per_minute_per_owner);
   // Before serving: a client must never see a job missing that was there.
   if (Status s = c->jobs_->Recover(std::chrono::milliseconds(options.worker_grace_ms)); !s.ok()) {
     return s;

@@ -12,13 +12,13 @@
 #include <string>
 #include <thread>
 
+#include "common/awake_clock.h"
 #include "common/metrics/http_exporter.h"
 #include "common/metrics/registry.h"
 #include "common/mutex.h"
 #include "common/status.h"
 #include "common/tls.h"
 #include "server/access_policy.h"
-#include "common/awake_clock.h"
 #include "server/controller_metrics.h"
 #include "server/controller_service.h"
 #include "server/event_archive.h"
@@ -61,6 +61,9 @@ struct ControllerOptions {
   // 0: no limit).
   int64_t max_active_jobs = 20000;
   int64_t max_active_jobs_per_owner = 10000;
+  // Jobs one owner may submit a minute (bursts of a minute's worth); 0: no
+  // limit.
+  int64_t max_submits_per_minute_per_owner = 0;
   // WatchJob streams served at once, in all and to one caller (WatchQuota;
   // 0: no limit).
   int max_watchers = 10000;

@@ -62,6 +62,7 @@ StatusOr<v1::Job> JobManager::Submit(const v1::JobSpec& input, const std::string
     }
     if (Status s = RefuseWhileUnwritable("submitted"); !s.ok()) return s;
     if (Status s = jobs_.active_jobs().Admit(owner, "submitted"); !s.ok()) return s;
+    if (Status s = submit_rate_.Take(owner, clock_->Now()); !s.ok()) return s;
     EventRecorder::Batch recording(&recorder_);
     JobRecord& record = jobs_.Submit(*std::move(spec), *std::move(batch), owner, request_id);
     metrics_.Submitted();

@@ -33,9 +33,9 @@
 
 #include "accumulus/v1/controller.pb.h"
 #include "accumulus/v1/worker.pb.h"
+#include "common/awake_clock.h"
 #include "common/mutex.h"
 #include "common/status.h"
-#include "common/awake_clock.h"
 #include "server/controller_metrics.h"
 #include "server/event_ingest.h"
 #include "server/event_log.h"
@@ -46,6 +46,7 @@
 #include "server/rank_reports.h"
 #include "server/scheduler.h"
 #include "server/store_writer.h"
+#include "server/submit_rate_limit.h"
 #include "server/worker_registry.h"
 
 namespace accumulus::server {
@@ -104,6 +105,12 @@ class JobManager {
   void set_max_active_jobs(int64_t total, int64_t per_owner) EXCLUDES(mutex_) {
     MutexLock lock(&mutex_);
     jobs_.set_active_limits(total, per_owner);
+  }
+  // How many jobs one owner may submit a minute (0: no limit); a submit
+  // beyond is refused (SubmitRateLimit). A retry of a request is not one.
+  void set_max_submits_per_minute(int64_t per_owner) EXCLUDES(mutex_) {
+    MutexLock lock(&mutex_);
+    submit_rate_.set_per_minute(per_owner);
   }
   // How long a finished job's series stay on /metrics (JobMetrics).
   void set_finished_job_metrics_retention(std::chrono::milliseconds retention) EXCLUDES(mutex_) {
@@ -208,6 +215,7 @@ class JobManager {
   RankReports reports_ GUARDED_BY(mutex_);
   EventRecorder recorder_ GUARDED_BY(mutex_);
   JobLifecycle jobs_ GUARDED_BY(mutex_);
+  SubmitRateLimit submit_rate_ GUARDED_BY(mutex_);
   Scheduler scheduler_ GUARDED_BY(mutex_);
   EventIngest ingest_ GUARDED_BY(mutex_);
   // Workers that jobs have ranks on and that are not connected — after a

@@ -70,6 +70,11 @@ int main(int argc, char** argv) {
                  "unfinished jobs one owner may have at once (0: no limit)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  app.add_option("--max-submits-per-minute-per-owner", options.max_submits_per_minute_per_owner,
+                 "jobs one owner may submit a minute, in bursts of up to a minute's worth (0: "
+                 "no limit)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   app.add_option("--max-watchers", options.max_watchers,
                  "watch streams served at once (0: no limit)")
       ->check(CLI::NonNegativeNumber)

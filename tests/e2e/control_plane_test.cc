@@ -278,5 +278,21 @@ TEST(ControlPlane, ASubmitBeyondTheOwnersUnfinishedJobsIsRefused) {
   EXPECT_EQ(listed.lines.size(), 1u) << "one job";
 }
 
+// Submits are bounded per owner and minute, over real gRPC: the CLI says
+// why, and what was refused made no job.
+TEST(ControlPlane, ASubmitBeyondTheOwnersRateIsRefused) {
+  TestCluster cluster({"--max-submits-per-minute-per-owner", "1"});
+  ASSERT_FALSE(SubmitJob(cluster, "first.yaml", SmallJob()).empty());
+  CliResult refused = cluster.Cli({"submit", cluster.WriteSpec("second.yaml", SmallJob())});
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE(refused.stderr_text.find("admin submits faster than the limit for one owner, 1 job a "
+                                     "minute (--max-submits-per-minute-per-owner): nothing was "
+                                     "submitted; the next submit fits in "),
+            std::string::npos)
+      << refused.stderr_text;
+  CliResult listed = cluster.Cli({"-o", "json", "list"});
+  EXPECT_EQ(listed.lines.size(), 1u) << "one job";
+}
+
 }  // namespace
 }  // namespace accumulus::testing

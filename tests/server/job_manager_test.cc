@@ -918,6 +918,26 @@ TEST_F(JobManagerTest, AfterManyShortJobsOnlyTheRetainedJobsHaveSeries) {
             std::string::npos);
 }
 
+// Submits are bounded per owner and minute: a refused one makes no job,
+// and the retry of a request that made one is no new submit.
+TEST_F(JobManagerTest, SubmitsAreBoundedPerOwnerAndMinute) {
+  jobs_.set_max_submits_per_minute(2);
+  ASSERT_TRUE(jobs_.Submit(SmallSpec(), "alice", "request-1").ok());
+  ASSERT_TRUE(jobs_.Submit(SmallSpec(), "alice", "request-2").ok());
+  StatusOr<v1::Job> refused = jobs_.Submit(SmallSpec(), "alice", "request-3");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(refused.status().message().find(
+                "alice submits faster than the limit for one owner, 2 jobs a minute "
+                "(--max-submits-per-minute-per-owner): nothing was submitted"),
+            std::string::npos)
+      << refused.status().message();
+  const StatusOr<v1::Job> retried = jobs_.Submit(SmallSpec(), "alice", "request-2");
+  ASSERT_TRUE(retried.ok()) << "a retry is answered: " << retried.status().ToString();
+  EXPECT_TRUE(jobs_.Submit(SmallSpec(), "bob").ok()) << "another owner may";
+  EXPECT_EQ(jobs_.List().size(), 3u) << "nothing was added for the refusal or the retry";
+}
+
 // A controller restart: a new JobManager on the same store.
 // Unfinished jobs are bounded per owner (2 here) and in all (3): a submit
 // or a resume beyond is refused, naming the limit and its flag, and changes
