@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/data/csv_table.h"
 #include "fuzz/fuzz_check.h"
@@ -40,6 +41,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       FUZZ_CHECK(y >= 0 && y == std::floor(y) && y < static_cast<double>(table->classes));
     }
     if (config.declared_classes > 0) FUZZ_CHECK(table->classes == config.declared_classes);
+    // Class names: distinct, in byte order, one class each.
+    const std::vector<std::string>& names = table->class_names;
+    for (size_t i = 1; i < names.size(); ++i) FUZZ_CHECK(names[i - 1] < names[i]);
+    FUZZ_CHECK(static_cast<int64_t>(names.size()) <= table->classes);
+  } else {
+    FUZZ_CHECK(table->class_names.empty());
   }
   return 0;
 }

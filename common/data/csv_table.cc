@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <optional>
 #include <string_view>
+#include <unordered_map>
 
 #include "common/data/class_labels.h"
 
@@ -101,7 +102,49 @@ bool ParseNumber(const std::string& text, double* value) {
   return end == text.c_str() + text.size();
 }
 
+// A data field: a number, or a boolean as 1 or 0 (pandas writes bool
+// columns, get_dummies' one-hot columns among them, as True and False; R
+// as TRUE and FALSE).
+bool ParseValue(const std::string& text, double* value) {
+  if (ParseNumber(text, value)) return true;
+  for (const char* word : {"True", "TRUE", "true", "False", "FALSE", "false"}) {
+    if (text == word) {
+      *value = (word[0] == 'T' || word[0] == 't') ? 1 : 0;
+      return true;
+    }
+  }
+  return false;
+}
+
 std::string At(const std::string& path, int64_t line) { return path + ":" + std::to_string(line); }
+
+// Class labels given as names ("setosa"): a name's class is its rank in
+// byte order among the file's names — the order Python's sorted() gives —
+// whatever order the rows come in, so that every rank and every restart
+// numbers them alike.
+class ClassNames {
+ public:
+  // `name`'s provisional id: the first name seen is 0, the next new one 1.
+  int64_t Id(const std::string& name) {
+    return ids_.try_emplace(name, static_cast<int64_t>(ids_.size())).first->second;
+  }
+  size_t size() const { return ids_.size(); }
+  // The names in class order; `class_of_id` gets each provisional id's class.
+  std::vector<std::string> Sorted(std::vector<int64_t>* class_of_id) const {
+    std::vector<std::string> names;
+    names.reserve(ids_.size());
+    for (const auto& entry : ids_) names.push_back(entry.first);
+    std::sort(names.begin(), names.end());
+    class_of_id->assign(ids_.size(), 0);
+    for (size_t c = 0; c < names.size(); ++c) {
+      (*class_of_id)[static_cast<size_t>(ids_.at(names[c]))] = static_cast<int64_t>(c);
+    }
+    return names;
+  }
+
+ private:
+  std::unordered_map<std::string, int64_t> ids_;
+};
 
 // The column `name` names among `columns`: a whole number is a 0-based
 // index (negative: from the end), anything else a header name. -1: none.
@@ -168,6 +211,48 @@ StatusOr<std::vector<int64_t>> LabelIndices(const CsvConfig& config,
   return indices;
 }
 
+// Whether the file's first line names its columns rather than holding a
+// sample: when it holds a label column named by name, or a field other than
+// a class label's (a class may be a name) is a name; or, of no names but a
+// class label's and an empty first field, when every other field is a name
+// (",species") or it is the header pandas writes for a frame of numbered
+// columns with its index (",0,1,2"). A sample with a missing value is
+// refused as one.
+bool IsHeader(const std::vector<std::string>& fields, const CsvConfig& config) {
+  const std::vector<std::string> names = config.label_columns.empty()
+                                             ? std::vector<std::string>{config.label_column}
+                                             : config.label_columns;
+  for (const std::string& name : names) {
+    double index = 0;
+    const bool by_index = name.empty() || (ParseNumber(name, &index) && index == std::floor(index));
+    if (!by_index && std::find(fields.begin(), fields.end(), name) != fields.end()) return true;
+  }
+  const auto width = static_cast<int64_t>(fields.size());
+  const int64_t class_label = !config.classification || names.size() != 1 ? -1
+                              : names[0].empty()                          ? width - 1
+                                                 : ColumnIndex(names[0], {}, width);
+  bool empty = false;
+  double value = 0;
+  for (int64_t i = 0; i < width; ++i) {
+    const std::string& field = fields[static_cast<size_t>(i)];
+    if (i == class_label) continue;
+    if (field.empty()) {
+      empty = true;
+    } else if (!ParseValue(field, &value)) {
+      return true;
+    }
+  }
+  if (!empty || !fields[0].empty()) return false;
+  const auto named = [&](const std::string& field) {
+    return !field.empty() && !ParseValue(field, &value);
+  };
+  if (std::all_of(fields.begin() + 1, fields.end(), named)) return true;  // ",species"
+  for (size_t i = 1; i < fields.size(); ++i) {
+    if (fields[i] != std::to_string(i - 1)) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 StatusOr<CsvTable> ParseCsv(const std::string& text, const CsvConfig& config) {
@@ -180,10 +265,17 @@ StatusOr<CsvTable> ParseCsv(const std::string& text, const CsvConfig& config) {
   int64_t line_number = 0;
   std::vector<std::string> header;
   std::vector<std::vector<double>> rows;
-  std::vector<int64_t> row_lines;  // each row's line in the file
-  size_t fields_per_line = 0;      // row names too
-  size_t row_names = 0;            // 1: the first field of each line names its row
-  char delimiter = 0;              // from the first line
+  std::vector<int64_t> row_lines;              // each row's line in the file
+  size_t fields_per_line = 0;                  // row names too
+  size_t row_names = 0;                        // 1: the first field of each line names its row
+  char delimiter = 0;                          // from the first line
+  std::optional<std::vector<int64_t>> labels;  // once the first row is read
+  // Classification: the label's field, and how its labels read (named, or
+  // indices) since which line.
+  size_t class_field = std::string::npos;
+  ClassNames class_names;
+  bool labels_named = false;
+  int64_t labels_read_since = 0;
   for (size_t at = start; at < text.size();) {
     // A line ends at LF, CRLF or a lone CR (classic Mac OS line ends, which
     // Excel for Mac still writes as "CSV (Macintosh)"); read by LF alone,
@@ -201,16 +293,11 @@ StatusOr<CsvTable> ParseCsv(const std::string& text, const CsvConfig& config) {
     const std::vector<std::string>& fields = *split;
     if (fields_per_line == 0) {
       fields_per_line = fields.size();
-      double value = 0;
-      const bool numeric = std::all_of(fields.begin(), fields.end(), [&](const std::string& f) {
-        return ParseNumber(f, &value);
-      });
-      if (!numeric) {
-        // The first line names the columns. A first column of no name
-        // holds row names, as pandas' to_csv (the index) and R's write.csv
-        // write them by default: not data (as a feature they would teach
-        // the model where a sample sits in the file), and not always
-        // numbers.
+      if (IsHeader(fields, config)) {
+        // A first column of no name holds row names, as pandas' to_csv (the
+        // index) and R's write.csv write them by default: not data (as a
+        // feature they would teach the model where a sample sits in the
+        // file), and not always numbers.
         header = fields;
         row_names = header[0].empty() ? 1 : 0;
         header.erase(header.begin(), header.begin() + static_cast<ptrdiff_t>(row_names));
@@ -229,19 +316,66 @@ StatusOr<CsvTable> ParseCsv(const std::string& text, const CsvConfig& config) {
           At(config.path, line_number) + ": expected " + std::to_string(fields_per_line) + " " +
           SeparatedBy(delimiter) + " columns, found " + std::to_string(fields.size()));
     }
+    if (!labels) {
+      const size_t columns = fields_per_line - row_names;
+      if (columns < 2) {
+        return Status::InvalidArgument(config.path + ": needs at least 2 columns" +
+                                       (row_names ? " besides the row names" : "") +
+                                       " (features and a label)");
+      }
+      StatusOr<std::vector<int64_t>> found =
+          LabelIndices(config, header, static_cast<int64_t>(columns), row_names != 0);
+      if (!found.ok()) return found.status();
+      labels = *std::move(found);
+      if (config.classification) class_field = static_cast<size_t>((*labels)[0]) + row_names;
+    }
     // Never quoting the field: the file may hold what its reader may not
     // see (the error reaches whoever submitted the job).
+    const auto column = [&](size_t i) {
+      return At(config.path, line_number) + ": column " + std::to_string(i + 1);
+    };
     std::vector<double> row(fields.size() - row_names);
     for (size_t i = row_names; i < fields.size(); ++i) {
       double& value = row[i - row_names];
-      if (!ParseNumber(fields[i], &value)) {
-        return Status::InvalidArgument(At(config.path, line_number) + ": column " +
-                                       std::to_string(i + 1) + ": expected a number");
+      if (i == class_field) {
+        const bool named = !ParseNumber(fields[i], &value);
+        if (labels_read_since == 0) {
+          labels_named = named;
+          labels_read_since = line_number;
+        }
+        if (fields[i].empty()) {
+          return Status::InvalidArgument(column(i) +
+                                         " (the label): expected a class index or name, found an "
+                                         "empty field");
+        }
+        if (named != labels_named) {
+          return Status::InvalidArgument(
+              column(i) + " (the label): expected a class " + (labels_named ? "name" : "index") +
+              " as from line " + std::to_string(labels_read_since) +
+              " on: the labels are class indices or class names, not both" +
+              (labels_named && header.empty()
+                   ? " (if line " + std::to_string(labels_read_since) +
+                         " names the columns, give data.label_column by its name)"
+                   : ""));
+        }
+        if (named) {
+          value = static_cast<double>(class_names.Id(fields[i]));
+          if (static_cast<int64_t>(class_names.size()) > ClassLimit(config.declared_classes)) {
+            return Status::InvalidArgument(
+                column(i) + " (the label): one class name more than " +
+                (config.declared_classes > 0
+                     ? "data.outputs " + std::to_string(config.declared_classes) + " declares"
+                     : "the " + std::to_string(kMaxClasses) + " a job may have"));
+          }
+        }
+        continue;
+      }
+      if (!ParseValue(fields[i], &value)) {
+        return Status::InvalidArgument(column(i) + ": expected a number");
       }
       // Trained as float32: a value beyond its range would be inf there.
       if (!std::isfinite(static_cast<float>(value))) {
-        return Status::InvalidArgument(At(config.path, line_number) + ": column " +
-                                       std::to_string(i + 1) +
+        return Status::InvalidArgument(column(i) +
                                        ": expected a finite number (not nan, inf or beyond the "
                                        "range of a float)");
       }
@@ -251,18 +385,19 @@ StatusOr<CsvTable> ParseCsv(const std::string& text, const CsvConfig& config) {
   }
   if (rows.empty()) return Status::InvalidArgument(config.path + ": no data rows");
   const size_t columns = fields_per_line - row_names;
-  if (columns < 2) {
-    return Status::InvalidArgument(config.path + ": needs at least 2 columns" +
-                                   (row_names ? " besides the row names" : "") +
-                                   " (features and a label)");
-  }
   const auto width = static_cast<int64_t>(columns);
-  StatusOr<std::vector<int64_t>> labels = LabelIndices(config, header, width, row_names != 0);
-  if (!labels.ok()) return labels.status();
   std::vector<bool> is_label(columns, false);
   for (int64_t c : *labels) is_label[static_cast<size_t>(c)] = true;
 
   CsvTable table;
+  if (labels_named) {
+    std::vector<int64_t> class_of_id;
+    table.class_names = class_names.Sorted(&class_of_id);
+    const size_t label = class_field - row_names;
+    for (std::vector<double>& row : rows) {
+      row[label] = static_cast<double>(class_of_id[static_cast<size_t>(row[label])]);
+    }
+  }
   table.rows = static_cast<int64_t>(rows.size());
   table.targets_per_row = static_cast<int64_t>(labels->size());
   table.features = width - table.targets_per_row;

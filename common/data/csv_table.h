@@ -30,18 +30,25 @@ struct CsvTable {
   std::vector<float> inputs;    // rows × features, row-major
   std::vector<double> targets;  // rows × targets_per_row: class indices or values
   int64_t classes = 0;          // classification: at least the largest label + 1
+  // Classification by name: class c's name (the names in byte order).
+  std::vector<std::string> class_names;
 };
 
-// Numeric columns, one sample per line; the first line is a header when any
-// of its fields is not a number; blank lines are skipped; LF, CRLF or CR line
-// ends, a UTF-8 byte order mark and RFC 4180 quoted fields (on one line) are
-// fine. Fields are separated by commas, or by tabs or semicolons when the
-// first line has those and no comma. The label columns are the targets; the
-// other columns, in the file's order, the features.
+// Numeric columns, one sample per line (booleans, True/TRUE/true and
+// False/FALSE/false, read as 1 and 0); a classification's label column may
+// hold class names instead, numbered in byte order. The first line is a
+// header when a field is empty, holds a label column named by name, or a
+// field other than a class label's is no number; a first column of no name
+// in the header holds row names, which are skipped. Blank lines are skipped;
+// LF, CRLF or CR line ends, a UTF-8 byte order mark and RFC 4180 quoted
+// fields (on one line) are fine. Fields are separated by commas, or by tabs
+// or semicolons when the first line has those and no comma. The label
+// columns are the targets; the other columns, in the file's order, the
+// features.
 // Every value is finite; a class label is an index below the declared
-// classes (else below the most a job may have). INVALID_ARGUMENT names the
-// file, the line and the column and what was expected there — never what
-// the file holds.
+// classes (else below the most a job may have), or a name, never both in
+// one file. INVALID_ARGUMENT names the file, the line and the column and
+// what was expected there — never what the file holds.
 StatusOr<CsvTable> ParseCsv(const std::string& text, const CsvConfig& config);
 
 }  // namespace accumulus::data

@@ -402,6 +402,42 @@ TEST_F(FileDatasetTest, TrainsAnMlpRegressionOnFloatIdxFiles) {
   EXPECT_LT(sink.steps.back().loss, sink.steps.front().loss / 2);
 }
 
+// Classes given by name train as the same classes given by index: the
+// names' byte order, whatever order the rows come in.
+TEST_F(FileDatasetTest, CsvClassNamesTrainAsTheirIndices) {
+  const char* names[] = {"bird", "cat", "dog"};
+  std::string by_name = "x1,x2,animal\n", by_index = "x1,x2,animal\n";
+  for (int i = 0; i < 24; ++i) {
+    const int label = (i * 7 + 2) % 3;
+    const std::string features =
+        std::to_string(label + (i % 4) / 8.0) + "," + std::to_string(1 - label / 2.0) + ",";
+    by_name += features + names[label] + "\n";
+    by_index += features + std::to_string(label) + "\n";
+  }
+  TrainConfig c;
+  c.data.kind = DataKind::kCsv;
+  c.model.hidden = {8};
+  c.optimizer.lr = 0.5;
+  c.micro_batch = 4;
+  c.accumulation_steps = 2;
+  c.epochs = 3;
+  TrainConfig named = c, indexed = c;
+  named.data.path = Write("named.csv", by_name);
+  indexed.data.path = Write("indexed.csv", by_index);
+  Quiet named_sink, indexed_sink;
+  const Status status = Train(named, &named_sink);
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  ASSERT_TRUE(Train(indexed, &indexed_sink).ok());
+  ASSERT_EQ(named_sink.steps.size(), 9u);
+  ASSERT_EQ(named_sink.steps.size(), indexed_sink.steps.size());
+  for (size_t i = 0; i < named_sink.steps.size(); ++i) {
+    EXPECT_EQ(named_sink.steps[i].loss, indexed_sink.steps[i].loss) << "step " << i + 1;
+  }
+  auto data = LoadCsvDataset(named.data);
+  ASSERT_TRUE(data.ok());
+  EXPECT_EQ((*data)->shape().outputs, 3);
+}
+
 // The same numbers as a CSV file of two label columns, between and after
 // the features, and as IDX arrays: the same job, step for step.
 TEST_F(FileDatasetTest, CsvTargetColumnsTrainAsTheSameTargetsInArrays) {

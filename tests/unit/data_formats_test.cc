@@ -229,8 +229,10 @@ TEST(DataFormats, CsvTakesQuotedFieldsAsSpreadsheetsAndRWriteThem) {
   EXPECT_EQ(ParseCsv("a,b,c\n1,\"2\"x,0\n", config).status().message(),
             "t.csv:2: column 2: text after a quoted field's closing quote");
   EXPECT_EQ(ParseCsv("1,2,0\n1,2,\n", config).status().message(),
-            "t.csv:2: column 3: expected a number")
+            "t.csv:2: column 3 (the label): expected a class index or name, found an empty field")
       << "a trailing comma is an empty last field";
+  EXPECT_EQ(ParseCsv("1,2,0\n1,,0\n", config).status().message(),
+            "t.csv:2: column 2: expected a number");
 }
 
 TEST(DataFormats, CsvRowNamesAreNeitherFeaturesNorColumns) {
@@ -255,6 +257,16 @@ TEST(DataFormats, CsvRowNamesAreNeitherFeaturesNorColumns) {
               "row names)");
   }
   config.label_column = "";
+  // pandas' header of a frame of numbered columns, with its index.
+  const auto numbered = ParseCsv(",0,1,2\n0,0.5,2,a\n1,1.5,3,b\n", config);
+  ASSERT_TRUE(numbered.ok()) << numbered.status().ToString();
+  EXPECT_EQ(numbered->inputs, (std::vector<float>{0.5, 2, 1.5, 3}));
+  EXPECT_EQ(numbered->class_names, (std::vector<std::string>{"a", "b"}));
+  // A first sample with a missing value is no header: refused as a sample.
+  for (const char* file : {",2,0\n1,2,0\n", "1,,0\n1,2,0\n", ",1,0\n"}) {
+    EXPECT_EQ(ParseCsv(file, config).status().message().substr(0, 9), "t.csv:1: ") << file;
+  }
+  EXPECT_EQ(ParseCsv(",1,0\n", config).status().message(), "t.csv:1: column 1: expected a number");
   EXPECT_EQ(ParseCsv(",a,y\n0,1,0\n1,x,1\n", config).status().message(),
             "t.csv:3: column 2: expected a number");
   config.declared_classes = 2;
@@ -267,6 +279,73 @@ TEST(DataFormats, CsvRowNamesAreNeitherFeaturesNorColumns) {
             "t.csv:1: column 2: expected a column name in the header line");
   EXPECT_EQ(ParseCsv(",a,\"\"\n0,2,0\n", config).status().message(),
             "t.csv:1: column 3: expected a column name in the header line");
+}
+
+// Iris as UCI ships it (no header) and as seaborn does (a header): classes
+// by name, numbered in the names' byte order whatever the rows' order.
+TEST(DataFormats, CsvClassLabelsMayBeNames) {
+  CsvConfig config;
+  config.path = "t.csv";
+  const std::string rows =
+      "5.1,3.5,Iris-virginica\n4.9,3.0,Iris-setosa\n6.2,2.9,Iris-versicolor\n"
+      "5.0,3.6,Iris-setosa\n";
+  for (const std::string& file : {rows, "sepal_length,sepal_width,species\n" + rows}) {
+    const auto table = ParseCsv(file, config);
+    ASSERT_TRUE(table.ok()) << table.status().ToString();
+    EXPECT_EQ(table->rows, 4);
+    EXPECT_EQ(table->inputs, (std::vector<float>{5.1f, 3.5f, 4.9f, 3.0f, 6.2f, 2.9f, 5.0f, 3.6f}));
+    EXPECT_EQ(table->targets, (std::vector<double>{2, 0, 1, 0}));
+    EXPECT_EQ(table->classes, 3);
+    EXPECT_EQ(table->class_names,
+              (std::vector<std::string>{"Iris-setosa", "Iris-versicolor", "Iris-virginica"}));
+  }
+  // Named by its header name, the label makes the first line a header even
+  // where every other field is a number (pandas' default column names).
+  config.label_column = "species";
+  const auto numbered = ParseCsv("0,1,species\n1,2,b\n3,4,a\n", config);
+  ASSERT_TRUE(numbered.ok()) << numbered.status().ToString();
+  EXPECT_EQ(numbered->rows, 2);
+  EXPECT_EQ(numbered->targets, (std::vector<double>{1, 0}));
+  config.label_column = "";
+  // Indices and names in one column are refused: a typo either way.
+  EXPECT_EQ(ParseCsv("1,2,0\n1,2,1\n3,4,cat\n", config).status().message(),
+            "t.csv:3: column 3 (the label): expected a class index as from line 1 on: the labels "
+            "are class indices or class names, not both");
+  EXPECT_EQ(ParseCsv("0,1,label\n1,2,0\n", config).status().message(),
+            "t.csv:2: column 3 (the label): expected a class name as from line 1 on: the labels "
+            "are class indices or class names, not both (if line 1 names the columns, give "
+            "data.label_column by its name)");
+  config.declared_classes = 2;
+  EXPECT_EQ(ParseCsv("1,a\n2,b\n3,a\n4,c\n", config).status().message(),
+            "t.csv:4: column 2 (the label): one class name more than data.outputs 2 declares");
+  const auto declared = ParseCsv("1,b\n2,b\n", config);
+  ASSERT_TRUE(declared.ok()) << declared.status().ToString();
+  EXPECT_EQ(declared->classes, 2) << "the declared classes, though one name is seen";
+  EXPECT_EQ(declared->targets, (std::vector<double>{0, 0}));
+  // A regression's targets are numbers.
+  config.declared_classes = 0;
+  config.classification = false;
+  EXPECT_EQ(ParseCsv("1,2,0.5\n1,2,cat\n", config).status().message(),
+            "t.csv:2: column 3: expected a number");
+}
+
+// pandas writes bool columns (get_dummies' too) as True/False, R as
+// TRUE/FALSE: 1 and 0, as the features and as a class label.
+TEST(DataFormats, CsvBooleansAreOneAndZero) {
+  CsvConfig config;
+  config.path = "t.csv";
+  const auto table = ParseCsv(
+      "x,red,blue,y\n0.5,True,False,False\n1.5,FALSE,TRUE,True\n2,false,true,True\n", config);
+  ASSERT_TRUE(table.ok()) << table.status().ToString();
+  EXPECT_EQ(table->inputs, (std::vector<float>{0.5f, 1, 0, 1.5f, 0, 1, 2, 0, 1}));
+  EXPECT_EQ(table->targets, (std::vector<double>{0, 1, 1}));
+  EXPECT_EQ(table->classes, 2);
+  const auto headless = ParseCsv("1,True,0\n2,False,1\n", config);
+  ASSERT_TRUE(headless.ok()) << headless.status().ToString();
+  EXPECT_EQ(headless->rows, 2) << "a line of numbers and booleans is a sample";
+  EXPECT_EQ(ParseCsv("x,y\n1,0\nyes,1\n", config).status().message(),
+            "t.csv:3: column 1: expected a number")
+      << "only the three spellings";
 }
 
 TEST(DataFormats, CsvRegressionTakesSeveralTargetColumnsInTheirOrder) {

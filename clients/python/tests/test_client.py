@@ -296,6 +296,36 @@ def test_several_targets_train_alike_from_a_pandas_csv_and_from_npy(cluster, tmp
     assert losses[0][-1] < losses[0][0]
 
 
+def test_class_names_and_booleans_from_pandas_train_as_indices(cluster, tmp_path):
+    np = pytest.importorskip("numpy")
+    pandas = pytest.importorskip("pandas")
+    rng = np.random.default_rng(2)
+    x = rng.integers(-8, 8, size=(48, 2)) / 4
+    species = np.array(["virginica", "setosa", "versicolor"])[rng.integers(0, 3, size=48)]
+    frame = pandas.DataFrame({"a": x[:, 0], "big": x[:, 1] > 0, "species": species})
+    frame.to_csv(tmp_path / "iris.csv")  # index, True/False and names, as pandas writes them
+    classes = sorted(set(species))  # byte order: the classes' numbers
+    np.save(tmp_path / "x.npy", np.stack([x[:, 0], x[:, 1] > 0], axis=1).astype(np.float32))
+    np.save(tmp_path / "y.npy", np.array([classes.index(s) for s in species]))
+    common = {
+        "model": {"kind": "mlp", "hidden": [8]},
+        "micro_batch": 8, "accumulation_steps": 2,
+        "optimizer": {"kind": "sgd", "lr": 0.2}, "epochs": 2, "seed": 9,
+    }
+    losses = []
+    with cluster.client() as c:
+        for data in ({"kind": "csv", "path": str(tmp_path / "iris.csv"),
+                      "label_column": "species"},
+                     {"kind": "npy", "path": str(tmp_path / "x.npy"),
+                      "labels_path": str(tmp_path / "y.npy")}):
+            job = c.submit(dict(common, data=data))
+            final = c.wait(job.id)
+            assert final.state == job_pb2.JOB_STATE_SUCCEEDED, final.reason
+            losses.append([r["loss"] for r in c.steps(job.id)])
+    assert len(losses[0]) == 6  # 48 / 16 × 2 epochs
+    assert losses[0] == losses[1]
+
+
 def test_list_pages_through_every_job_with_the_servers_filters(cluster):
     tag = uuid.uuid4().hex[:8]
     with cluster.client() as c:
