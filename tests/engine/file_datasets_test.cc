@@ -402,6 +402,32 @@ TEST_F(FileDatasetTest, TrainsAnMlpRegressionOnFloatIdxFiles) {
   EXPECT_LT(sink.steps.back().loss, sink.steps.front().loss / 2);
 }
 
+// A small MLP job: micro-batches of 4, two a step.
+TrainConfig SmallMlpJob(double lr, int64_t epochs) {
+  TrainConfig c;
+  c.model.hidden = {8};
+  c.optimizer.lr = lr;
+  c.micro_batch = 4;
+  c.accumulation_steps = 2;
+  c.epochs = epochs;
+  return c;
+}
+
+// Trains both jobs: `steps` steps each, of equal losses one by one, falling.
+void ExpectTheSameSteps(const TrainConfig& a, const TrainConfig& b, size_t steps) {
+  Quiet a_sink, b_sink;
+  const Status a_status = Train(a, &a_sink);
+  ASSERT_TRUE(a_status.ok()) << a_status.ToString();
+  const Status b_status = Train(b, &b_sink);
+  ASSERT_TRUE(b_status.ok()) << b_status.ToString();
+  ASSERT_EQ(a_sink.steps.size(), steps);
+  ASSERT_EQ(b_sink.steps.size(), steps);
+  for (size_t i = 0; i < steps; ++i) {
+    EXPECT_EQ(a_sink.steps[i].loss, b_sink.steps[i].loss) << "step " << i + 1;
+  }
+  EXPECT_LT(a_sink.steps.back().loss, a_sink.steps.front().loss);
+}
+
 // Classes given by name train as the same classes given by index: the
 // names' byte order, whatever order the rows come in.
 TEST_F(FileDatasetTest, CsvClassNamesTrainAsTheirIndices) {
@@ -414,25 +440,11 @@ TEST_F(FileDatasetTest, CsvClassNamesTrainAsTheirIndices) {
     by_name += features + names[label] + "\n";
     by_index += features + std::to_string(label) + "\n";
   }
-  TrainConfig c;
-  c.data.kind = DataKind::kCsv;
-  c.model.hidden = {8};
-  c.optimizer.lr = 0.5;
-  c.micro_batch = 4;
-  c.accumulation_steps = 2;
-  c.epochs = 3;
-  TrainConfig named = c, indexed = c;
+  TrainConfig named = SmallMlpJob(0.5, 3), indexed = named;
+  named.data.kind = indexed.data.kind = DataKind::kCsv;
   named.data.path = Write("named.csv", by_name);
   indexed.data.path = Write("indexed.csv", by_index);
-  Quiet named_sink, indexed_sink;
-  const Status status = Train(named, &named_sink);
-  ASSERT_TRUE(status.ok()) << status.ToString();
-  ASSERT_TRUE(Train(indexed, &indexed_sink).ok());
-  ASSERT_EQ(named_sink.steps.size(), 9u);
-  ASSERT_EQ(named_sink.steps.size(), indexed_sink.steps.size());
-  for (size_t i = 0; i < named_sink.steps.size(); ++i) {
-    EXPECT_EQ(named_sink.steps[i].loss, indexed_sink.steps[i].loss) << "step " << i + 1;
-  }
+  ExpectTheSameSteps(named, indexed, 9);
   auto data = LoadCsvDataset(named.data);
   ASSERT_TRUE(data.ok());
   EXPECT_EQ((*data)->shape().outputs, 3);
@@ -450,31 +462,16 @@ TEST_F(FileDatasetTest, CsvTargetColumnsTrainAsTheSameTargetsInArrays) {
     csv += std::to_string(a + b) + "," + std::to_string(a) + "," + std::to_string(a - b) + "," +
            std::to_string(b) + "\n";
   }
-  TrainConfig c;
-  c.data.task = DataTask::kRegression;
-  c.model.hidden = {8};
-  c.optimizer.lr = 0.1;
-  c.micro_batch = 4;
-  c.accumulation_steps = 2;
-  c.epochs = 3;
-  TrainConfig from_arrays = c;
+  TrainConfig from_arrays = SmallMlpJob(0.1, 3);
+  from_arrays.data.task = DataTask::kRegression;
+  TrainConfig from_csv = from_arrays;
   from_arrays.data.kind = DataKind::kIdx;
   from_arrays.data.path = Write("x.idx2", Idx({32, 2}, BigEndianBytes(features), 0x0D));
   from_arrays.data.labels_path = Write("y.idx2", Idx({32, 2}, BigEndianBytes(targets), 0x0D));
-  TrainConfig from_csv = c;
   from_csv.data.kind = DataKind::kCsv;
   from_csv.data.path = Write("t.csv", csv);
   from_csv.data.label_columns = {"diff", "0"};
-  Quiet arrays_sink, csv_sink;
-  ASSERT_TRUE(Train(from_arrays, &arrays_sink).ok());
-  const Status status = Train(from_csv, &csv_sink);
-  ASSERT_TRUE(status.ok()) << status.ToString();
-  ASSERT_EQ(csv_sink.steps.size(), 12u);
-  ASSERT_EQ(arrays_sink.steps.size(), csv_sink.steps.size());
-  for (size_t i = 0; i < csv_sink.steps.size(); ++i) {
-    EXPECT_EQ(csv_sink.steps[i].loss, arrays_sink.steps[i].loss) << "step " << i + 1;
-  }
-  EXPECT_LT(csv_sink.steps.back().loss, csv_sink.steps.front().loss);
+  ExpectTheSameSteps(from_csv, from_arrays, 12);
 
   from_csv.data.outputs = 3;
   EXPECT_EQ(LoadCsvDataset(from_csv.data).status().message(),
