@@ -12,12 +12,14 @@
 
 namespace accumulus::engine {
 
-// CSV: numeric columns, one sample per line, an optional header line (taken
-// as a header when any of its fields is not a number). The label column is
-// config.label_column; the others are the features. classification: the
-// label is a class index, below config.outputs where that is set (else
-// outputs = max label + 1); regression: a number. Every value is finite.
-// Errors name the file, the line and the column, never what is there.
+// CSV (data::ParseCsv): numeric columns, one sample per line, an optional
+// header line. The label column is config.label_column, or for regression
+// the config.label_columns (one output each); the others are the features.
+// classification: the label is a class index, below config.outputs where
+// that is set (else outputs = max label + 1), or a class name (numbered in
+// byte order); regression: numbers, as many per row as config.outputs where
+// that is set. Every value is finite. Errors name the file, the line and
+// the column, never what is there.
 StatusOr<std::unique_ptr<Dataset>> LoadCsvDataset(const DataConfig& config);
 
 // IDX (the MNIST format) and NumPy's .npy: config.path holds the samples
