@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/batch_arithmetic.h"
+#include "common/data/csv_table.h"
 #include "common/enum_names.h"
 #include "common/user_text.h"
 #include "common/window_schedule.h"
@@ -273,6 +274,9 @@ void DefaultData(v1::DataSpec* data, const v1::ModelSpec& model, uint64_t job_se
   if (data->token_layout() == v1::TOKEN_LAYOUT_UNSPECIFIED) {
     data->set_token_layout(v1::TOKEN_LAYOUT_DOCUMENTS);
   }
+  if (data->kind() == v1::DATA_KIND_CSV && data->header() == v1::CSV_HEADER_UNSPECIFIED) {
+    data->set_header(v1::CSV_HEADER_AUTO);
+  }
   if (data->kind() == v1::DATA_KIND_TOKENS && data->task() == v1::DATA_TASK_UNSPECIFIED) {
     data->set_task(v1::DATA_TASK_LANGUAGE_MODELING);
   }
@@ -314,6 +318,27 @@ void CheckLabelColumns(Violations* bad, const v1::DataSpec& data) {
     bad->Add(count > 0 ? "data.label_columns" : "data.label_column",
              std::string(count > 0 ? "data.label_columns" : "data.label_column") +
                  " applies to data.kind \"csv\" only, not " + Quoted(data.kind()));
+  }
+  if (data.header() != v1::CSV_HEADER_UNSPECIFIED && !bad->Any("data.kind") &&
+      data.kind() != v1::DATA_KIND_CSV) {
+    bad->Add("data.header",
+             "data.header applies to data.kind \"csv\" only, not " + Quoted(data.kind()));
+  }
+  if (data.header() == v1::CSV_HEADER_NONE) {
+    // Without a header line a column has no name to be found by.
+    std::vector<std::pair<std::string, std::string>> by_name;
+    if (!data.label_column().empty())
+      by_name.emplace_back("data.label_column", data.label_column());
+    for (int i = 0; i < count && i < kMaxLabelColumns; ++i) {
+      by_name.emplace_back("data.label_columns[" + std::to_string(i) + "]", data.label_columns(i));
+    }
+    for (const auto& [field, column] : by_name) {
+      if (!column.empty() && !data::IsColumnIndex(column)) {
+        bad->Add(field, field + " " + QuotedForError(column) +
+                            " is a column name, and data.header \"none\" says the file has no "
+                            "header line to find it in: give the column's 0-based index");
+      }
+    }
   }
   if (count > kMaxLabelColumns) {
     bad->Add("data.label_columns", "data.label_columns has " + std::to_string(count) +
@@ -360,6 +385,7 @@ void CheckData(Violations* bad, const v1::DataSpec& data, const v1::ModelSpec& m
   CheckNamed(bad, "data.task", task);
   CheckNamed(bad, "data.token_dtype", data.token_dtype());
   CheckNamed(bad, "data.token_layout", data.token_layout());
+  if (data.header() != v1::CSV_HEADER_UNSPECIFIED) CheckNamed(bad, "data.header", data.header());
   if (synthetic && !bad->Any("data.samples") && data.samples() == 0) {
     bad->Add("data.samples", RequiredPositive("data.samples", " for synthetic data"));
   }

@@ -1,5 +1,6 @@
-// The CSV reader: any bytes, any label column or columns; what it accepts is
-// a whole table whose labels are classes, and no error quotes the file.
+// The CSV reader: any bytes, any label column or columns, any header rule;
+// what it accepts is a whole table whose labels are classes, and no error
+// quotes the file.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -24,6 +25,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     config.label_columns = {columns[choice % 6], columns[(choice + 3) % 6]};
     if (choice >= 12) config.label_columns.push_back("1");
   }
+  // The header rule from the input's length (the first byte is full): a
+  // mutation that adds or drops a byte reads the same text under another.
+  config.header = static_cast<accumulus::data::CsvHeader>(size % 3);
   const std::string text(reinterpret_cast<const char*>(data) + 1, size - 1);
   accumulus::StatusOr<accumulus::data::CsvTable> table = accumulus::data::ParseCsv(text, config);
   if (!table.ok()) {
@@ -36,6 +40,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(table->targets_per_row == labels);
   FUZZ_CHECK(static_cast<int64_t>(table->targets.size()) == table->rows * labels);
   for (float x : table->inputs) FUZZ_CHECK(std::isfinite(x));
+  if (config.header == accumulus::data::CsvHeader::kNone) FUZZ_CHECK(table->header_line == 0);
+  if (config.header == accumulus::data::CsvHeader::kFirstLine) FUZZ_CHECK(table->header_line > 0);
+  FUZZ_CHECK(!table->row_names || table->header_line > 0);
   if (config.classification) {
     for (double y : table->targets) {
       FUZZ_CHECK(y >= 0 && y == std::floor(y) && y < static_cast<double>(table->classes));

@@ -146,20 +146,20 @@ class ClassNames {
   std::unordered_map<std::string, int64_t> ids_;
 };
 
-// The column `name` names among `columns`: a whole number is a 0-based
-// index (negative: from the end), anything else a header name. -1: none.
-int64_t ColumnIndex(const std::string& name, const std::vector<std::string>& header,
-                    int64_t columns) {
+// The column a whole number names by its 0-based index among `columns`
+// (negative: from the end); -1 for none, or for a name.
+int64_t ColumnByIndex(const std::string& name, int64_t columns) {
   double index = 0;
-  if (ParseNumber(name, &index) && index == std::floor(index)) {
-    if (std::fabs(index) >= static_cast<double>(columns) + (index < 0)) return -1;
-    const auto i = static_cast<int64_t>(index);
-    return i < 0 ? columns + i : i;
-  }
-  for (size_t i = 0; i < header.size(); ++i) {
-    if (header[i] == name) return static_cast<int64_t>(i);
-  }
-  return -1;
+  if (!ParseNumber(name, &index) || index != std::floor(index)) return -1;
+  if (std::fabs(index) >= static_cast<double>(columns) + (index < 0)) return -1;
+  const auto i = static_cast<int64_t>(index);
+  return i < 0 ? columns + i : i;
+}
+
+// The column the header names `name`; -1 for none.
+int64_t ColumnByName(const std::string& name, const std::vector<std::string>& header) {
+  const auto it = std::find(header.begin(), header.end(), name);
+  return it == header.end() ? -1 : static_cast<int64_t>(it - header.begin());
 }
 
 // The label columns' indices among the `columns` of data (after the row
@@ -184,8 +184,23 @@ StatusOr<std::vector<int64_t>> LabelIndices(const CsvConfig& config,
   for (size_t n = 0; n < names.size(); ++n) {
     const std::string field =
         several ? "data.label_columns[" + std::to_string(n) + "]" : "data.label_column";
-    const int64_t index =
-        names[n].empty() && !several ? columns - 1 : ColumnIndex(names[n], header, columns);
+    // A header of numbers (years; pandas' 0, 1, 2) is named as its columns
+    // are numbered, or not: a number that names one column and indexes
+    // another is refused, not guessed at.
+    const int64_t by_name = ColumnByName(names[n], header);
+    const int64_t by_index = ColumnByIndex(names[n], columns);
+    if (by_name >= 0 && by_index >= 0 && by_name != by_index) {
+      const auto column = [&](int64_t i) { return std::to_string(i + 1 + (row_names ? 1 : 0)); };
+      return Status::InvalidArgument(
+          field + " \"" + names[n] + "\" names column " + column(by_name) + " of " + config.path +
+          " by its header and column " + column(by_index) +
+          " by its 0-based index: give the one meant as an index from the end (\"" +
+          std::to_string(by_name - columns) + "\" for column " + column(by_name) + ", \"" +
+          std::to_string(by_index - columns) + "\" for column " + column(by_index) + ")");
+    }
+    const int64_t index = names[n].empty() && !several ? columns - 1
+                          : by_name >= 0               ? by_name
+                                                       : by_index;
     if (index < 0) {
       return Status::InvalidArgument(field + " \"" + names[n] + "\" is not a column of " +
                                      config.path + " (it has " + std::to_string(columns) +
@@ -211,26 +226,38 @@ StatusOr<std::vector<int64_t>> LabelIndices(const CsvConfig& config,
   return indices;
 }
 
+// Whether fields[first..] are "0", "1", "2", ...: pandas' names for the
+// columns of a frame made from an array.
+bool NumbersColumnsFrom(const std::vector<std::string>& fields, size_t first) {
+  for (size_t i = first; i < fields.size(); ++i) {
+    if (fields[i] != std::to_string(i - first)) return false;
+  }
+  return true;
+}
+
 // Whether the file's first line names its columns rather than holding a
-// sample: when it holds a label column named by name, or a field other than
-// a class label's (a class may be a name) is a name; or, of no names but a
-// class label's and an empty first field, when every other field is a name
-// (",species") or it is the header pandas writes for a frame of numbered
-// columns with its index (",0,1,2"). A sample with a missing value is
-// refused as one.
+// sample: when it holds a label column named by name (or by a number that
+// is no column's index: a year), or a field other than a class label's (a
+// class may be a name) is a name; or, of no names but a class label's,
+// when it is the header pandas writes for a frame of numbered columns
+// ("0,1,2", of at least 3 columns: a sample of two reads "0,1" too often),
+// or an empty first field is followed by names (",species") or by pandas'
+// numbers with the frame's index (",0,1,2"). A sample with a missing value
+// is refused as one. data.header settles what this cannot.
 bool IsHeader(const std::vector<std::string>& fields, const CsvConfig& config) {
   const std::vector<std::string> names = config.label_columns.empty()
                                              ? std::vector<std::string>{config.label_column}
                                              : config.label_columns;
-  for (const std::string& name : names) {
-    double index = 0;
-    const bool by_index = name.empty() || (ParseNumber(name, &index) && index == std::floor(index));
-    if (!by_index && std::find(fields.begin(), fields.end(), name) != fields.end()) return true;
-  }
   const auto width = static_cast<int64_t>(fields.size());
+  for (const std::string& name : names) {
+    // By name: a name, or a number no column has as its index (a year).
+    if (!name.empty() && ColumnByIndex(name, width) < 0 && ColumnByName(name, fields) >= 0) {
+      return true;
+    }
+  }
   const int64_t class_label = !config.classification || names.size() != 1 ? -1
                               : names[0].empty()                          ? width - 1
-                                                 : ColumnIndex(names[0], {}, width);
+                                                 : ColumnByIndex(names[0], width);
   bool empty = false;
   double value = 0;
   for (int64_t i = 0; i < width; ++i) {
@@ -242,18 +269,21 @@ bool IsHeader(const std::vector<std::string>& fields, const CsvConfig& config) {
       return true;
     }
   }
-  if (!empty || !fields[0].empty()) return false;
+  if (!empty) return fields.size() >= 3 && NumbersColumnsFrom(fields, 0);
+  if (!fields[0].empty()) return false;
   const auto named = [&](const std::string& field) {
     return !field.empty() && !ParseValue(field, &value);
   };
   if (std::all_of(fields.begin() + 1, fields.end(), named)) return true;  // ",species"
-  for (size_t i = 1; i < fields.size(); ++i) {
-    if (fields[i] != std::to_string(i - 1)) return false;
-  }
-  return true;
+  return NumbersColumnsFrom(fields, 1);
 }
 
 }  // namespace
+
+bool IsColumnIndex(const std::string& name) {
+  double index = 0;
+  return ParseNumber(name, &index) && index == std::floor(index);
+}
 
 StatusOr<CsvTable> ParseCsv(const std::string& text, const CsvConfig& config) {
   // A byte order mark (as spreadsheets write UTF-8) is not part of the first
@@ -264,6 +294,7 @@ StatusOr<CsvTable> ParseCsv(const std::string& text, const CsvConfig& config) {
   std::string line;
   int64_t line_number = 0;
   std::vector<std::string> header;
+  int64_t header_line = 0;
   std::vector<std::vector<double>> rows;
   std::vector<int64_t> row_lines;              // each row's line in the file
   size_t fields_per_line = 0;                  // row names too
@@ -293,12 +324,14 @@ StatusOr<CsvTable> ParseCsv(const std::string& text, const CsvConfig& config) {
     const std::vector<std::string>& fields = *split;
     if (fields_per_line == 0) {
       fields_per_line = fields.size();
-      if (IsHeader(fields, config)) {
+      if (config.header == CsvHeader::kFirstLine ||
+          (config.header == CsvHeader::kAuto && IsHeader(fields, config))) {
         // A first column of no name holds row names, as pandas' to_csv (the
         // index) and R's write.csv write them by default: not data (as a
         // feature they would teach the model where a sample sits in the
         // file), and not always numbers.
         header = fields;
+        header_line = line_number;
         row_names = header[0].empty() ? 1 : 0;
         header.erase(header.begin(), header.begin() + static_cast<ptrdiff_t>(row_names));
         const auto nameless = std::find(header.begin(), header.end(), "");
@@ -398,6 +431,8 @@ StatusOr<CsvTable> ParseCsv(const std::string& text, const CsvConfig& config) {
       row[label] = static_cast<double>(class_of_id[static_cast<size_t>(row[label])]);
     }
   }
+  table.header_line = header_line;
+  table.row_names = row_names != 0;
   table.rows = static_cast<int64_t>(rows.size());
   table.targets_per_row = static_cast<int64_t>(labels->size());
   table.features = width - table.targets_per_row;

@@ -10,8 +10,16 @@
 
 namespace accumulus::data {
 
+// Whether the file's first line (blank lines aside) names its columns.
+enum class CsvHeader {
+  kAuto,       // told from the line itself, as ParseCsv says
+  kFirstLine,  // it does, whatever it holds (a header of numbers too)
+  kNone,       // it is a sample, whatever it holds
+};
+
 struct CsvConfig {
   std::string path;  // for errors
+  CsvHeader header = CsvHeader::kAuto;
   // The label: a header name, a 0-based index (negative: from the end);
   // "": the last column, unless label_columns names several.
   std::string label_column;
@@ -32,23 +40,27 @@ struct CsvTable {
   int64_t classes = 0;          // classification: at least the largest label + 1
   // Classification by name: class c's name (the names in byte order).
   std::vector<std::string> class_names;
+  int64_t header_line = 0;  // the header's line in the file; 0: it has none
+  bool row_names = false;   // its first column named the rows, and was skipped
 };
 
 // Numeric columns, one sample per line (booleans, True/TRUE/true and
 // False/FALSE/false, read as 1 and 0); a classification's label column may
 // hold class names instead, numbered in byte order. The first line is a
-// header when a field is empty, holds a label column named by name, or a
-// field other than a class label's is no number; a first column of no name
-// in the header holds row names, which are skipped. Blank lines are skipped;
-// LF, CRLF or CR line ends, a UTF-8 byte order mark and RFC 4180 quoted
-// fields (on one line) are fine. Fields are separated by commas, or by tabs
-// or semicolons when the first line has those and no comma. The label
-// columns are the targets; the other columns, in the file's order, the
-// features.
-// Every value is finite; a class label is an index below the declared
-// classes (else below the most a job may have), or a name, never both in
-// one file. INVALID_ARGUMENT names the file, the line and the column and
-// what was expected there — never what the file holds.
+// header as config.header says; by default when it holds a label column
+// named by name, a field other than a class label's is no number, or it
+// numbers the columns from 0 as pandas names a frame's (see IsHeader). A
+// first column of no name in the header holds row names, which are skipped. Blank lines are
+// skipped; LF, CRLF or CR line ends, a UTF-8 byte order mark and RFC 4180 quoted fields (on one
+// line) are fine. Fields are separated by commas, or by tabs or semicolons when the first line has
+// those and no comma. The label columns are the targets; the other columns, in the file's order,
+// the features. Every value is finite; a class label is an index below the declared classes (else
+// below the most a job may have), or a name, never both in one file. INVALID_ARGUMENT names the
+// file, the line and the column and what was expected there — never what the file holds. Whether a
+// label column is named by its 0-based index ("2", "-1": a whole number) rather than by its name in
+// the header.
+bool IsColumnIndex(const std::string& name);
+
 StatusOr<CsvTable> ParseCsv(const std::string& text, const CsvConfig& config);
 
 }  // namespace accumulus::data

@@ -8,6 +8,8 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/enum_names.h"
 #include "common/spec_yaml.h"
@@ -336,6 +338,27 @@ epochs: 1
   EXPECT_EQ(c->data.label_columns, (std::vector<std::string>{"y2", "0"}));
   EXPECT_EQ(c->data.label_column, "");
   EXPECT_EQ(c->data.outputs, 0) << "the targets are counted from the file";
+}
+
+// Every name of data.header (the rows below spell them all out) reaches
+// the engine; none given is auto.
+TEST(ToTrainConfig, CsvHeaderIsWhatTheSpecSettlesOrAuto) {
+  std::set<std::string> covered;
+  for (const auto& [given, header] : std::vector<std::pair<std::string, data::CsvHeader>>{
+           {"", data::CsvHeader::kAuto},
+           {"auto", data::CsvHeader::kAuto},
+           {"first_line", data::CsvHeader::kFirstLine},
+           {"none", data::CsvHeader::kNone}}) {
+    const StatusOr<TrainConfig> c =
+        ConfigOf("model: {kind: mlp}\ndata: {kind: csv, path: t.csv" +
+                 (given.empty() ? "" : ", header: " + given) +
+                 "}\nmicro_batch: 8\naccumulation_steps: 2\noptimizer: {lr: 0.1}\nepochs: 1\n");
+    ASSERT_TRUE(c.ok()) << given << ": " << c.status().ToString();
+    EXPECT_EQ(c->data.csv_header, header) << given;
+    if (!given.empty()) covered.insert(given);
+  }
+  const std::vector<std::string> names = EnumValueNameList(EnumTypeOf<v1::CsvHeader>());
+  EXPECT_EQ(covered, std::set<std::string>(names.begin(), names.end()));
 }
 
 TEST(ToTrainConfig, AnInvalidSpecIsRefusedWithItsField) {

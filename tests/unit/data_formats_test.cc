@@ -281,6 +281,76 @@ TEST(DataFormats, CsvRowNamesAreNeitherFeaturesNorColumns) {
             "t.csv:1: column 3: expected a column name in the header line");
 }
 
+// pandas names the columns of a frame made from an array 0, 1, 2, ...:
+// written without the index that header is all numbers. data.header
+// settles a file the line cannot.
+TEST(DataFormats, CsvHeaderOfNumberedColumnsAndWhatDataHeaderSettles) {
+  CsvConfig config;
+  config.path = "t.csv";
+  const std::string numbered = "0,1,2\n0.5,2,1\n1.5,3,0\n";
+  const auto auto_read = ParseCsv(numbered, config);
+  ASSERT_TRUE(auto_read.ok()) << auto_read.status().ToString();
+  EXPECT_EQ(auto_read->header_line, 1);
+  EXPECT_FALSE(auto_read->row_names);
+  EXPECT_EQ(auto_read->inputs, (std::vector<float>{0.5, 2, 1.5, 3}));
+  EXPECT_EQ(auto_read->targets, (std::vector<double>{1, 0}));
+  // Two columns "0,1" are as likely a sample: read as one.
+  const auto pair = ParseCsv("0,1\n2,0\n", config);
+  ASSERT_TRUE(pair.ok()) << pair.status().ToString();
+  EXPECT_EQ(pair->header_line, 0);
+  EXPECT_EQ(pair->rows, 2);
+  // Numbers out of order are a sample, unless the label is named by one
+  // that is no column's index.
+  EXPECT_EQ(ParseCsv("0,2,1\n0.5,2,1\n", config)->rows, 2);
+  config.label_column = "2000";
+  const auto years = ParseCsv("1990,2000,2010\n1,2,1\n3,4,0\n", config);
+  ASSERT_TRUE(years.ok()) << years.status().ToString();
+  EXPECT_EQ(years->header_line, 1);
+  EXPECT_EQ(years->targets, (std::vector<double>{2, 4}));
+  config.label_column = "";
+
+  config.header = CsvHeader::kNone;
+  const auto none = ParseCsv(numbered, config);
+  ASSERT_TRUE(none.ok()) << none.status().ToString();
+  EXPECT_EQ(none->header_line, 0);
+  EXPECT_EQ(none->inputs, (std::vector<float>{0, 1, 0.5, 2, 1.5, 3}));
+  EXPECT_EQ(none->targets, (std::vector<double>{2, 1, 0}));
+  EXPECT_EQ(ParseCsv("a,b,y\n1,2,0\n", config).status().message(),
+            "t.csv:1: column 1: expected a number");
+  config.label_column = "y";
+  EXPECT_EQ(ParseCsv("1,2,0\n", config).status().message(),
+            "data.label_column \"y\" is not a column of t.csv (it has 3 columns and no header "
+            "line)");
+
+  config.label_column = "";
+  config.header = CsvHeader::kFirstLine;
+  // After blank lines, a header of numbers (years, say), and row names.
+  const auto first = ParseCsv("\n\n,1990,2000,2010\nr1,1,2,1\nr2,3,4,0\n", config);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(first->header_line, 3);
+  EXPECT_TRUE(first->row_names);
+  EXPECT_EQ(first->inputs, (std::vector<float>{1, 2, 3, 4}));
+  EXPECT_EQ(first->targets, (std::vector<double>{1, 0}));
+  // A header's number names its column; one that indexes another is
+  // refused.
+  config.label_column = "2000";
+  const auto year = ParseCsv(",1990,2000,2010\nr1,1,2,1\nr2,3,4,0\n", config);
+  ASSERT_TRUE(year.ok()) << year.status().ToString();
+  EXPECT_EQ(year->inputs, (std::vector<float>{1, 1, 3, 0}));
+  EXPECT_EQ(year->targets, (std::vector<double>{2, 4}));
+  config.label_column = "1";
+  EXPECT_EQ(ParseCsv("b,a,1\n1,2,0\n", config).status().message(),
+            "data.label_column \"1\" names column 3 of t.csv by its header and column 2 by its "
+            "0-based index: give the one meant as an index from the end (\"-1\" for column 3, "
+            "\"-2\" for column 2)");
+  config.label_column = "-2";
+  EXPECT_EQ(ParseCsv("b,a,1\n1,2,0\n", config)->targets, (std::vector<double>{2}));
+  config.label_column = "";
+  EXPECT_EQ(ParseCsv("a,,y\n1,2,0\n", config).status().message(),
+            "t.csv:1: column 2: expected a column name in the header line");
+  EXPECT_EQ(ParseCsv("a,b,y\n", config).status().message(), "t.csv: no data rows");
+}
+
 // Iris as UCI ships it (no header) and as seaborn does (a header): classes
 // by name, numbered in the names' byte order whatever the rows' order.
 TEST(DataFormats, CsvClassLabelsMayBeNames) {

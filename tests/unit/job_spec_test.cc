@@ -350,6 +350,18 @@ INSTANTIATE_TEST_SUITE_P(
         BadField{"LabelColumnOfAnArray",
                  "data: {kind: npy, path: x.npy, labels_path: y.npy, label_column: y}",
                  "data.label_column applies to data.kind \"csv\" only, not \"npy\""},
+        BadField{"HeaderOfAnArray",
+                 "data: {kind: npy, path: x.npy, labels_path: y.npy, header: none}",
+                 "data.header applies to data.kind \"csv\" only, not \"npy\""},
+        BadField{"LabelColumnByNameWithoutAHeader",
+                 "data: {kind: csv, path: t.csv, header: none, label_column: species}",
+                 "data.label_column \"species\" is a column name, and data.header \"none\" says "
+                 "the file has no header line to find it in: give the column's 0-based index"},
+        BadField{"LabelColumnsByNameWithoutAHeader",
+                 "data: {kind: csv, path: t.csv, task: regression, header: none, outputs: 2, "
+                 "label_columns: [\"-1\", y2]}",
+                 "data.label_columns[1] \"y2\" is a column name, and data.header \"none\" says "
+                 "the file has no header line to find it in: give the column's 0-based index"},
         BadField{"NegativeLr", "optimizer: {lr: -0.1}",
                  "optimizer.lr -0.1 must be a positive number"},
         BadField{"Momentum", "optimizer: {momentum: 1.5}",
@@ -384,6 +396,34 @@ TEST(NormalizeJobSpec, RegressionOutputsOfAFileAreTheFiles) {
   const StatusOr<v1::JobSpec> spec = NormalizeJobSpec(synthetic);
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
   EXPECT_EQ(spec->data().outputs(), 1);
+}
+
+// A CSV file's header is told from its line unless the spec settles it;
+// an index names a column whether or not the file has a header.
+TEST(NormalizeJobSpec, CsvHeaderIsAutoUnlessSettled) {
+  const auto normalized = [](const std::string& data) {
+    return NormalizeJobSpec(Parse("model: {kind: mlp}\ndata: " + data +
+                                  "\nmicro_batch: 8\naccumulation_steps: 1\noptimizer: {lr: "
+                                  "0.1}\nepochs: 1\n"));
+  };
+  const StatusOr<v1::JobSpec> csv = normalized("{kind: csv, path: t.csv}");
+  ASSERT_TRUE(csv.ok()) << csv.status().ToString();
+  EXPECT_EQ(csv->data().header(), v1::CSV_HEADER_AUTO);
+  const StatusOr<v1::JobSpec> npy = normalized("{kind: npy, path: x.npy, labels_path: y.npy}");
+  ASSERT_TRUE(npy.ok()) << npy.status().ToString();
+  EXPECT_EQ(npy->data().header(), v1::CSV_HEADER_UNSPECIFIED) << "a CSV file's only";
+  for (const char* data : {"{kind: csv, path: t.csv, header: none, label_column: \"-1\"}",
+                           "{kind: csv, path: t.csv, header: none, label_column: \"2\"}",
+                           "{kind: csv, path: t.csv, header: first_line, label_column: y}"}) {
+    const StatusOr<v1::JobSpec> spec = normalized(data);
+    ASSERT_TRUE(spec.ok()) << data << ": " << spec.status().ToString();
+  }
+  v1::JobSpec raw = Parse(kValid);
+  raw.mutable_data()->set_kind(v1::DATA_KIND_CSV);
+  raw.mutable_data()->set_path("t.csv");
+  raw.mutable_data()->set_header(static_cast<v1::CsvHeader>(9));
+  EXPECT_EQ(NormalizeJobSpec(raw).status().message(),
+            "data.header 9 is not one of auto, first_line, none");
 }
 
 // What a raw client may send that YAML would not.

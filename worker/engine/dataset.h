@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "common/status.h"
@@ -47,6 +48,9 @@ class Dataset {
   // The samples at `indices`, in that order, as one batch (a copy: a
   // micro-batch's tensors die with the micro-batch).
   virtual Batch Gather(const torch::Tensor& indices) const = 0;
+  // How the file was read where a reader had to decide (a CSV file's
+  // header, row names and labels), for the job's log; "" otherwise.
+  virtual std::string reading() const { return {}; }
 };
 
 // Builds the seeded synthetic data set `config` describes:
@@ -67,16 +71,22 @@ StatusOr<std::unique_ptr<Dataset>> MakeDataset(const DataConfig& config);
 // A data set held as two tensors indexed along dimension 0.
 class TensorDataset final : public Dataset {
  public:
-  TensorDataset(torch::Tensor inputs, torch::Tensor targets, DataShape shape)
-      : inputs_(std::move(inputs)), targets_(std::move(targets)), shape_(shape) {}
+  TensorDataset(torch::Tensor inputs, torch::Tensor targets, DataShape shape,
+                std::string reading = {})
+      : inputs_(std::move(inputs)),
+        targets_(std::move(targets)),
+        shape_(shape),
+        reading_(std::move(reading)) {}
   int64_t size() const override { return inputs_.size(0); }
   const DataShape& shape() const override { return shape_; }
   Batch Gather(const torch::Tensor& indices) const override;
+  std::string reading() const override { return reading_; }
 
  private:
   torch::Tensor inputs_;
   torch::Tensor targets_;
   DataShape shape_;
+  std::string reading_;
 };
 
 }  // namespace accumulus::engine

@@ -131,6 +131,29 @@ StatusOr<std::unique_ptr<Dataset>> LoadArrayDataset(const DataConfig& config,
   return std::unique_ptr<Dataset>(new TensorDataset(inputs, targets, shape));
 }
 
+// What the job's log says of how a CSV file was read: what the reader
+// decided (the header, row names, class names), never what the file holds
+// (the log reaches every viewer of the job).
+std::string CsvReading(const data::CsvTable& table, const DataConfig& config) {
+  std::string text = "data.path " + config.path + ": ";
+  text += table.header_line > 0 ? "line " + std::to_string(table.header_line) + " is its header"
+                                : "no header line";
+  if (config.csv_header == data::CsvHeader::kAuto) {
+    text += " (data.header auto; first_line or none settles it)";
+  }
+  if (table.row_names) text += ", its first column names the rows (skipped)";
+  text += "; " + std::to_string(table.rows) + " samples of " + std::to_string(table.features) +
+          " features; ";
+  if (config.task != DataTask::kClassification) {
+    return text + std::to_string(table.targets_per_row) + " target(s)";
+  }
+  if (!table.class_names.empty()) {
+    return text + "labels are " + std::to_string(table.class_names.size()) +
+           " class names, numbered in byte order";
+  }
+  return text + "labels are class indices, " + std::to_string(table.classes) + " classes";
+}
+
 }  // namespace
 
 StatusOr<std::unique_ptr<Dataset>> LoadCsvDataset(const DataConfig& config) {
@@ -140,6 +163,7 @@ StatusOr<std::unique_ptr<Dataset>> LoadCsvDataset(const DataConfig& config) {
   csv.path = config.path;
   csv.label_column = config.label_column;
   csv.label_columns = config.label_columns;
+  csv.header = config.csv_header;
   csv.classification = config.task == DataTask::kClassification;
   csv.declared_classes = csv.classification ? config.outputs : 0;
   StatusOr<data::CsvTable> table = data::ParseCsv(*text, csv);
@@ -161,7 +185,8 @@ StatusOr<std::unique_ptr<Dataset>> LoadCsvDataset(const DataConfig& config) {
   DataShape shape;
   shape.features = table->features;
   shape.outputs = csv.classification ? table->classes : targets_per_row;
-  return std::unique_ptr<Dataset>(new TensorDataset(inputs, targets, shape));
+  return std::unique_ptr<Dataset>(
+      new TensorDataset(inputs, targets, shape, CsvReading(*table, config)));
 }
 
 StatusOr<std::unique_ptr<Dataset>> LoadIdxDataset(const DataConfig& config) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/adaptive_batch.h"
+#include "common/data/csv_table.h"
 #include "common/noise_scale.h"
 #include "common/window_schedule.h"
 #include "worker/engine/autocast_scope.h"
@@ -99,6 +100,8 @@ struct DataConfig {
   // targets of a regression (one output each, in their order).
   std::string label_column;
   std::vector<std::string> label_columns;
+  // csv: whether the first line names the columns.
+  data::CsvHeader csv_header = data::CsvHeader::kAuto;
   // tokens: the ids' width and how they form samples (documents end at
   // `separator`).
   TokenDtype token_dtype = TokenDtype::kUint8;

@@ -329,6 +329,10 @@ void TrainingRun::Announce() {
     }
   }
   sink_->OnRun(run_);
+  // Every rank reads the same file: one says how.
+  if (config_.rank == 0 && !data_->reading().empty()) {
+    sink_->OnLog(LogLevel::kInfo, data_->reading());
+  }
   if (model_->HasBatchNorm() && micro_ < kSmallBatchNormBatch) {
     sink_->OnLog(LogLevel::kWarning,
                  "the model has BatchNorm and micro_batch is " + std::to_string(micro_) +

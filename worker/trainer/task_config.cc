@@ -96,6 +96,13 @@ StatusOr<engine::TrainConfig> ToTrainConfig(const v1::TrainerTask& task) {
       {{v1::TOKEN_LAYOUT_DOCUMENTS, engine::TokenLayout::kDocuments},
        {v1::TOKEN_LAYOUT_BLOCKS, engine::TokenLayout::kBlocks}},
       &c.data.token_layout);
+  enums.Map<v1::CsvHeader, data::CsvHeader>(
+      "data.header", spec.data().header(),
+      {{v1::CSV_HEADER_UNSPECIFIED, data::CsvHeader::kAuto},
+       {v1::CSV_HEADER_AUTO, data::CsvHeader::kAuto},
+       {v1::CSV_HEADER_FIRST_LINE, data::CsvHeader::kFirstLine},
+       {v1::CSV_HEADER_NONE, data::CsvHeader::kNone}},
+      &c.data.csv_header);
   enums.Map<v1::OptimizerKind, engine::OptimizerKind>(
       "optimizer.kind", spec.optimizer().kind(),
       {{v1::OPTIMIZER_KIND_SGD, engine::OptimizerKind::kSgd},

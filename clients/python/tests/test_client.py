@@ -326,6 +326,47 @@ def test_class_names_and_booleans_from_pandas_train_as_indices(cluster, tmp_path
     assert losses[0] == losses[1]
 
 
+def test_a_frame_of_numbered_columns_without_its_index_trains_as_npy(cluster, tmp_path):
+    np = pytest.importorskip("numpy")
+    pandas = pytest.importorskip("pandas")
+    rng = np.random.default_rng(3)
+    x = rng.integers(-8, 8, size=(48, 3)) / 4
+    y = (x[:, 0] > x[:, 1]).astype(np.int64)
+    # A frame made from an array names its columns 0, 1, 2, 3: without the
+    # index, the header is a line of numbers.
+    pandas.DataFrame(np.column_stack([x, y])).to_csv(
+        tmp_path / "t.csv", index=False)
+    assert (tmp_path / "t.csv").read_text().splitlines()[0] == "0,1,2,3"
+    np.save(tmp_path / "x.npy", x.astype(np.float32))
+    np.save(tmp_path / "y.npy", y)
+    common = {
+        "model": {"kind": "mlp", "hidden": [8]},
+        "micro_batch": 8, "accumulation_steps": 2,
+        "optimizer": {"kind": "sgd", "lr": 0.2}, "epochs": 2, "seed": 4,
+    }
+    csv = {"kind": "csv", "path": str(tmp_path / "t.csv")}
+    losses, logs = [], []
+    with cluster.client() as c:
+        for data in (csv, dict(csv, header="first_line"),
+                     {"kind": "npy", "path": str(tmp_path / "x.npy"),
+                      "labels_path": str(tmp_path / "y.npy")}):
+            job = c.submit(dict(common, data=data))
+            final = c.wait(job.id)
+            assert final.state == job_pb2.JOB_STATE_SUCCEEDED, final.reason
+            losses.append([r["loss"] for r in c.steps(job.id)])
+            logs.append([e.log.text for e in c.watch(job.id) if e.HasField("log")])
+        with pytest.raises(accumulus.InvalidArgumentError,
+                           match=r"data.label_column \"y\" is a column name, and data.header "
+                                 r"\"none\""):
+            c.submit(dict(common, data=dict(csv, header="none", label_column="y")))
+    assert len(losses[0]) == 6  # 48 / 16 × 2 epochs
+    assert losses[0] == losses[1] == losses[2]
+    assert (f"data.path {tmp_path / 't.csv'}: line 1 is its header (data.header auto; "
+            "first_line or none settles it); 48 samples of 3 features; labels are class "
+            "indices, 2 classes") in logs[0]
+    assert not any(text.startswith("data.path") for text in logs[2]), "an array is not guessed at"
+
+
 def test_list_pages_through_every_job_with_the_servers_filters(cluster):
     tag = uuid.uuid4().hex[:8]
     with cluster.client() as c:
