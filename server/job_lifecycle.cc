@@ -84,7 +84,7 @@ JobRecord& JobLifecycle::Restore(JobStore::StoredJob stored) {
   record.log->Restore(std::move(stored.events), stored.last_sequence, IsTerminal(state));
   order_.insert(ListPosition::Of(record.job));
   last_submitted_ = std::max(last_submitted_, ListPosition::Of(record.job));
-  if (IsTerminal(state)) finished_.push_back(id);
+  if (IsTerminal(state)) finished_.Add(record.job.owner(), id);
   if (state == v1::JOB_STATE_QUEUED) queue_.push_back(id);
   if (!record.job.request_id().empty()) {
     requests_[{record.job.owner(), record.job.request_id()}] = id;
@@ -167,7 +167,7 @@ StatusOr<v1::Job> JobLifecycle::Resume(const std::string& job_id) {
                                       ": only a cancelled or failed job can be resumed");
   }
   if (Status s = active_.Admit(job.owner(), "resumed"); !s.ok()) return s;
-  finished_.erase(std::remove(finished_.begin(), finished_.end(), job_id), finished_.end());
+  finished_.Remove(job_id);
   RecordAttempt(&job, StateLabel(job.state()) + ": " + job.reason(), job.failure_class(),
                 job.finished_at())
       ->set_resumed_by_request(true);
@@ -216,7 +216,7 @@ void JobLifecycle::SetState(JobRecord* record, v1::JobState state, const std::st
   job.set_failure_class(ended_badly ? failure_class : v1::FAILURE_CLASS_UNSPECIFIED);
   const bool terminal = IsTerminal(state);
   if (terminal) {
-    finished_.push_back(job.id());
+    finished_.Add(job.owner(), job.id());
     *job.mutable_finished_at() = Now();
     reports_->DropPending(job.id());
     spdlog::info("job {} {}{}{}", job.id(), StateLabel(state), reason.empty() ? "" : ": ", reason);
@@ -358,20 +358,17 @@ void JobLifecycle::StaleRankStatus(JobRecord* record, const std::string& worker_
 }
 
 void JobLifecycle::Prune() {
-  if (keep_finished_ <= 0 || static_cast<int64_t>(finished_.size()) <= keep_finished_) return;
+  if (keep_finished_ <= 0 || finished_.size() <= keep_finished_) return;
   EventRecorder::Batch batch(recorder_);
-  // Candidates: all but the newest keep_finished_.
-  int64_t older = static_cast<int64_t>(finished_.size()) - keep_finished_;
-  for (auto it = finished_.begin(); it != finished_.end() && older-- > 0;) {
-    auto job = jobs_.find(*it);
-    // A job whose ranks are still stopping holds their slots: it stays until
-    // they report (or are lost), or its slots would stay held for ever.
-    if (job != jobs_.end() && !job->second.slots.empty()) {
-      ++it;
-      continue;
-    }
-    const std::string id = *it;
-    it = finished_.erase(it);
+  // A job whose ranks are still stopping holds their slots: it stays until
+  // they report (or are lost), or its slots would stay held for ever.
+  const auto may_delete = [this](const std::string& id) {
+    const auto job = jobs_.find(id);
+    return job == jobs_.end() || job->second.slots.empty();
+  };
+  for (const std::string& id : finished_.BeyondRetention(keep_finished_, may_delete)) {
+    finished_.Remove(id);
+    const auto job = jobs_.find(id);
     if (job == jobs_.end()) continue;
     metrics_->Pruned(job->second.job.state());
     requests_.erase({job->second.job.owner(), job->second.job.request_id()});

@@ -12,7 +12,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <set>
 #include <string>
@@ -25,6 +24,7 @@
 #include "server/active_job_quota.h"
 #include "server/event_archive.h"
 #include "server/event_recorder.h"
+#include "server/finished_jobs.h"
 #include "server/job_listing.h"
 #include "server/job_metrics.h"
 #include "server/job_record.h"
@@ -109,8 +109,9 @@ class JobLifecycle {
   // submit asks active_jobs().Admit first; Resume does.
   const ActiveJobQuota& active_jobs() const { return active_; }
   void set_active_limits(int64_t total, int64_t per_owner) { active_.set_limits(total, per_owner); }
-  // Deletes the oldest finished jobs beyond the retention, except those
-  // whose ranks are still stopping (they hold slots until they report).
+  // Deletes finished jobs beyond the retention, the fullest owner's oldest
+  // first (FinishedJobs), except those whose ranks are still stopping (they
+  // hold slots until they report).
   void Prune();
 
  private:
@@ -143,7 +144,7 @@ class JobLifecycle {
   std::set<ListPosition> order_;  // submission order
   ListPosition last_submitted_;
   std::vector<std::string> queue_;
-  std::deque<std::string> finished_;  // oldest first
+  FinishedJobs finished_;
   // (owner, request_id) → job id, for the jobs kept that were given one.
   std::map<std::pair<std::string, std::string>, std::string> requests_;
   int64_t keep_finished_ = 0;

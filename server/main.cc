@@ -59,7 +59,8 @@ int main(int argc, char** argv) {
                  "the SQLite state database (default: DATA_DIR/state.db; \"memory\": none, state "
                  "is lost on exit)");
   app.add_option("--keep-finished-jobs", options.keep_finished_jobs,
-                 "finished jobs kept with their events (0: all)")
+                 "finished jobs kept with their events, the owner holding the most losing "
+                 "its oldest first (0: all)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--max-active-jobs", options.max_active_jobs,

@@ -13,10 +13,10 @@ namespace accumulus::server {
 // A token bucket per owner: `per_minute` submits a minute, in bursts of up
 // to a minute's worth. The active-job quota bounds how many jobs are held
 // at once; this bounds the churn through them: a script that submits short
-// jobs in a loop would otherwise keep the state database's writer busy and
-// push every other owner's finished jobs out of the retention
-// (--keep-finished-jobs) within minutes. A plain class: its caller
-// (JobManager) holds the job manager's lock.
+// jobs in a loop would otherwise keep the state database's writer busy.
+// (The retention, --keep-finished-jobs, takes the churning owner's own
+// history first: FinishedJobs.) A plain class: its caller (JobManager)
+// holds the job manager's lock.
 class SubmitRateLimit {
  public:
   // 0: no limit.

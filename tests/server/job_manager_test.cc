@@ -1291,6 +1291,28 @@ TEST_F(JobManagerTest, OnlyTheNewestFinishedJobsAreKept) {
   EXPECT_EQ(jobs_.List().size(), 2u);
 }
 
+// One owner's stream of short jobs pushes out its own finished jobs, not
+// another owner's.
+TEST_F(JobManagerTest, AnOwnersChurnPrunesItsOwnFinishedJobsFirst) {
+  std::vector<v1::ControllerMessage> inbox;
+  jobs_.WorkerConnected(Worker("w1", 1), Inbox(&inbox));
+  jobs_.set_keep_finished(3);
+  const auto finish = [&](const std::string& owner) {
+    const std::string id = jobs_.Submit(SmallSpec(), owner)->id();
+    jobs_.RecordStatus("w1", Ended(id, v1::JOB_STATE_SUCCEEDED, ""));
+    return id;
+  };
+  const std::string bobs = finish("bob");
+  std::vector<std::string> alices;
+  for (int i = 0; i < 5; ++i) alices.push_back(finish("alice"));
+  jobs_.Expire();
+  EXPECT_TRUE(jobs_.Get(bobs).ok()) << "the oldest, but bob holds one";
+  EXPECT_FALSE(jobs_.Get(alices[2]).ok());
+  EXPECT_TRUE(jobs_.Get(alices[3]).ok());
+  EXPECT_TRUE(jobs_.Get(alices[4]).ok());
+  EXPECT_EQ(jobs_.List().size(), 3u);
+}
+
 // A data-parallel job that failed on one rank is finished while its other
 // rank still stops: retention must not drop it (and with it the slot that
 // rank holds), and losing that worker afterwards frees the slot.
