@@ -36,13 +36,27 @@ inline void FuzzArrayPair(data::ArrayParser parse, const uint8_t* data, size_t s
   }
   StatusOr<int64_t> targets = data::CheckTargets(*labels, samples->dims[0], "l", "s");
   if (targets.ok()) FUZZ_CHECK(*targets >= 1 && labels->count == samples->dims[0] * *targets);
-  StatusOr<int64_t> classes = data::CheckClassLabels(*labels, samples->dims[0], "l", "s", declared);
+  StatusOr<data::ClassLabels> classes =
+      data::CheckClassLabels(*labels, samples->dims[0], "l", "s", declared);
   if (!classes.ok()) return;
+  if (declared > 0) FUZZ_CHECK(classes->classes == declared);
+  if (classes->one_hot) {
+    // Rows of one 1 and zeros, as wide as the classes.
+    FUZZ_CHECK(labels->dims.size() == 2 && labels->dims[1] == classes->classes);
+    double ones = 0;
+    for (int64_t i = 0; i < labels->count; ++i) {
+      const double y = (*labels)[i];
+      FUZZ_CHECK(y == 0 || y == 1);
+      ones += y;
+    }
+    FUZZ_CHECK(ones == static_cast<double>(samples->dims[0]));
+    return;
+  }
+  FUZZ_CHECK(labels->count == samples->dims[0]);
   for (int64_t i = 0; i < labels->count; ++i) {
     const double y = (*labels)[i];
-    FUZZ_CHECK(y >= 0 && y == std::floor(y) && y < static_cast<double>(*classes));
+    FUZZ_CHECK(y >= 0 && y == std::floor(y) && y < static_cast<double>(classes->classes));
   }
-  if (declared > 0) FUZZ_CHECK(*classes == declared);
 }
 
 }  // namespace accumulus::fuzz

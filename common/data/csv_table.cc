@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "common/data/class_labels.h"
+#include "common/data/file_signature.h"
 
 namespace accumulus::data {
 namespace {
@@ -286,6 +287,9 @@ bool IsColumnIndex(const std::string& name) {
 }
 
 StatusOr<CsvTable> ParseCsv(const std::string& text, const CsvConfig& config) {
+  if (const std::string hint = FileSignatureHint(text); !hint.empty()) {
+    return Status::InvalidArgument(config.path + ": expected CSV text; " + hint);
+  }
   // A byte order mark (as spreadsheets write UTF-8) is not part of the first
   // field: left there, it would make a header of a first row of numbers.
   constexpr std::string_view kByteOrderMark = "\xEF\xBB\xBF";

@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <optional>
 
+#include "common/data/file_signature.h"
+
 namespace accumulus::data {
 namespace {
 
@@ -32,6 +34,9 @@ StatusOr<NumericArray> ParseIdx(const std::string& field, const std::string& pat
   auto fail = [&](size_t offset, const std::string& expected) {
     return ArrayError(field, path, offset, expected);
   };
+  if (const std::string hint = FileSignatureHint(bytes); !hint.empty()) {
+    return fail(0, "two zero bytes (the IDX magic number); " + hint);
+  }
   if (bytes.size() < 4) return fail(bytes.size(), "a 4-byte IDX magic number");
   const auto* b = reinterpret_cast<const uint8_t*>(bytes.data());
   if (b[0] != 0 || b[1] != 0) return fail(0, "two zero bytes (the IDX magic number)");

@@ -4,6 +4,8 @@
 #include <optional>
 #include <string_view>
 
+#include "common/data/file_signature.h"
+
 namespace accumulus::data {
 namespace {
 
@@ -137,7 +139,8 @@ StatusOr<NumericArray> ParseNpy(const std::string& field, const std::string& pat
     return ArrayError(field, path, offset, expected);
   };
   if (bytes.compare(0, kMagic.size(), kMagic) != 0) {
-    return fail(0, "the .npy magic string \\x93NUMPY");
+    const std::string hint = FileSignatureHint(bytes);
+    return fail(0, "the .npy magic string \\x93NUMPY" + (hint.empty() ? "" : "; " + hint));
   }
   if (bytes.size() < 8 || bytes[6] < 1 || bytes[6] > 3) {
     return fail(6, "format version 1, 2 or 3");

@@ -133,13 +133,67 @@ Status PlaceData(const std::string& field, const std::string& path, std::string_
   return Status::Ok();
 }
 
-StatusOr<int64_t> CheckClassLabels(const NumericArray& labels, int64_t samples,
-                                   const std::string& labels_path, const std::string& samples_path,
-                                   int64_t declared_classes) {
-  if (labels.dims.size() != 1 || labels.dims[0] != samples) {
-    return Status::InvalidArgument(
-        "data.labels_path " + labels_path + ": expected " + std::to_string(samples) +
-        " labels in one dimension (one per sample of " + samples_path + ")");
+namespace {
+
+// Each of [samples, classes] `labels`' rows is a single 1 and zeros.
+Status CheckOneHot(const NumericArray& labels, int64_t samples, int64_t classes,
+                   const std::string& labels_path) {
+  // Element (row, column) in storage order.
+  const auto at = [&](int64_t row, int64_t column) {
+    return labels.column_major ? column * samples + row : row * classes + column;
+  };
+  for (int64_t row = 0; row < samples; ++row) {
+    int64_t ones = 0;
+    for (int64_t column = 0; column < classes; ++column) {
+      const double y = labels[at(row, column)];
+      if (y != 0 && y != 1) {
+        return ArrayError("data.labels_path", labels_path, labels.OffsetOf(at(row, column)),
+                          "0 or 1 in sample " + std::to_string(row) +
+                              "'s one-hot row: soft labels are no class labels");
+      }
+      ones += y == 1;
+    }
+    if (ones != 1) {
+      return ArrayError("data.labels_path", labels_path, labels.OffsetOf(at(row, 0)),
+                        "a single 1 in sample " + std::to_string(row) + "'s one-hot row; found " +
+                            std::to_string(ones));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<ClassLabels> CheckClassLabels(const NumericArray& labels, int64_t samples,
+                                       const std::string& labels_path,
+                                       const std::string& samples_path, int64_t declared_classes) {
+  // Values per sample, capped where they are more than a job's classes.
+  int64_t per_sample = 1;
+  for (size_t d = 1; d < labels.dims.size(); ++d) {
+    if (__builtin_mul_overflow(per_sample, labels.dims[d], &per_sample) ||
+        per_sample > kMaxClasses) {
+      per_sample = kMaxClasses + 1;
+      break;
+    }
+  }
+  const bool one_hot = labels.dims.size() == 2 && per_sample > 1;
+  if (labels.dims.empty() || labels.dims[0] != samples || (per_sample != 1 && !one_hot)) {
+    return Status::InvalidArgument("data.labels_path " + labels_path + ": expected " +
+                                   std::to_string(samples) + " class labels (one per sample of " +
+                                   samples_path + "): indices, [" + std::to_string(samples) +
+                                   "] or [" + std::to_string(samples) + ", 1], or one-hot rows, [" +
+                                   std::to_string(samples) + ", classes]");
+  }
+  if (one_hot) {
+    if (per_sample > kMaxClasses || (declared_classes > 0 && per_sample != declared_classes)) {
+      return Status::InvalidArgument(
+          "data.labels_path " + labels_path + ": one-hot labels of " + std::to_string(per_sample) +
+          " classes; " +
+          (per_sample > kMaxClasses ? "at most " + std::to_string(kMaxClasses)
+                                    : "data.outputs declares " + std::to_string(declared_classes)));
+    }
+    if (Status s = CheckOneHot(labels, samples, per_sample, labels_path); !s.ok()) return s;
+    return ClassLabels{per_sample, true};
   }
   int64_t classes = 0;
   for (int64_t i = 0; i < samples; ++i) {
@@ -151,7 +205,7 @@ StatusOr<int64_t> CheckClassLabels(const NumericArray& labels, int64_t samples,
     }
     classes = std::max(classes, static_cast<int64_t>(y) + 1);
   }
-  return std::max(classes, declared_classes);
+  return ClassLabels{std::max(classes, declared_classes), false};
 }
 
 StatusOr<int64_t> CheckTargets(const NumericArray& labels, int64_t samples,

@@ -68,13 +68,25 @@ Status PlaceData(const std::string& field, const std::string& path, std::string_
 using ArrayParser = StatusOr<NumericArray> (*)(const std::string& field, const std::string& path,
                                                std::string_view bytes);
 
-// One class label per sample: `labels` is one-dimensional with `samples`
-// entries, each a whole number below the declared classes (0: any up to
-// kMaxClasses), of any type. Returns the classes (the largest label + 1, at
-// least the declared).
-StatusOr<int64_t> CheckClassLabels(const NumericArray& labels, int64_t samples,
-                                   const std::string& labels_path, const std::string& samples_path,
-                                   int64_t declared_classes);
+struct ClassLabels {
+  int64_t classes = 0;
+  // The labels are one-hot rows, [samples, classes]: a sample's class is
+  // the column of its row's 1.
+  bool one_hot = false;
+};
+
+// One class label per sample, `samples` of them in the first dimension:
+// - class indices, [samples] (or [samples, 1], as a column vector): whole
+//   numbers of any type below the declared classes (0: any up to
+//   kMaxClasses); the classes are the largest label + 1, at least the
+//   declared;
+// - or one-hot rows, [samples, classes] of more than one class (as Keras'
+//   to_categorical writes them): each row a single 1 and zeros (soft
+//   labels are refused at their row); the classes are the rows' width,
+//   which the declared must equal.
+StatusOr<ClassLabels> CheckClassLabels(const NumericArray& labels, int64_t samples,
+                                       const std::string& labels_path,
+                                       const std::string& samples_path, int64_t declared_classes);
 
 // Regression targets: `labels` has `samples` entries in its first dimension
 // (one target each, or a target tensor of the other dimensions). Returns the

@@ -744,6 +744,22 @@ INSTANTIATE_TEST_SUITE_P(
             kMlp,
             {"data.path FILE: at byte 20: expected a numeric dtype: b1 (bool), i1, i2, i4, "
              "i8, u1, u2, u4, u8, f2, f4 or f8; found '|O'"}},
+        DataCase{"GzippedIdx",
+                 "train-images-idx3-ubyte.gz",
+                 std::string("\x1F\x8B\x08\x08hunter2", 11),
+                 "{kind: idx, path: FILE, labels_path: FILE}",
+                 kMlp,
+                 {"data.path FILE: at byte 0: expected two zero bytes (the IDX magic number); "
+                  "the file is gzip-compressed: decompress it first (gunzip)"}},
+        DataCase{
+            "SoftLabelsNpy",
+            "soft.npy",
+            Npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }",
+                std::string("\0\0\x80\x3f\0\0\0\0\0\0\0\x3f\0\0\0\x3f", 16)),
+            "{kind: npy, path: FILE, labels_path: FILE}",
+            kMlp,
+            {"data.labels_path FILE: at byte 77: expected 0 or 1 in sample 1's one-hot row: soft "
+             "labels are no class labels"}},
         DataCase{"OddUint16Tokens",
                  "odd.bin",
                  "hunter2",

@@ -242,7 +242,8 @@ TEST_F(FileDatasetTest, GarbledIdxNamesTheByteOffset) {
             "data.path " + c.path +
                 ": at byte 16: expected 8 data bytes for dimensions of the header, found 5");
   c.path = Write("ok.idx3", Idx({3, 2, 2}, std::vector<uint8_t>(12)));
-  EXPECT_NE(LoadIdxDataset(c).status().message().find("expected 3 labels"), std::string::npos);
+  EXPECT_NE(LoadIdxDataset(c).status().message().find("expected 3 class labels"),
+            std::string::npos);
 }
 
 TEST_F(FileDatasetTest, TokenDocumentsArePaddedAndTargetsSkipPadding) {
@@ -477,6 +478,31 @@ TEST_F(FileDatasetTest, CsvTargetColumnsTrainAsTheSameTargetsInArrays) {
   EXPECT_EQ(LoadCsvDataset(from_csv.data).status().message(),
             "data.outputs 3 is not the 2 target(s) per row of data.path " + from_csv.data.path +
                 " (one per label column)");
+}
+
+// Class labels as indices, as a column vector and as one-hot rows: the
+// same job, step for step.
+TEST_F(FileDatasetTest, OneHotAndColumnLabelsTrainAsTheirIndices) {
+  std::vector<uint8_t> features, indices, one_hot;
+  for (int i = 0; i < 24; ++i) {
+    const int label = (i * 5 + 1) % 3;
+    features.insert(features.end(), {static_cast<uint8_t>(label * 80 + i % 4),
+                                     static_cast<uint8_t>(255 - label * 100)});
+    indices.push_back(static_cast<uint8_t>(label));
+    for (int c = 0; c < 3; ++c) one_hot.push_back(c == label ? 1 : 0);
+  }
+  TrainConfig by_index = SmallMlpJob(0.5, 3);
+  by_index.data.kind = DataKind::kIdx;
+  by_index.data.path = Write("x.idx", Idx({24, 2}, features));
+  by_index.data.labels_path = Write("y.idx", Idx({24}, indices));
+  TrainConfig by_column = by_index, by_row = by_index;
+  by_column.data.labels_path = Write("column.idx", Idx({24, 1}, indices));
+  by_row.data.labels_path = Write("one_hot.idx", Idx({24, 3}, one_hot));
+  ExpectTheSameSteps(by_column, by_index, 9);
+  ExpectTheSameSteps(by_row, by_index, 9);
+  auto data = LoadIdxDataset(by_row.data);
+  ASSERT_TRUE(data.ok()) << data.status().ToString();
+  EXPECT_EQ((*data)->shape().outputs, 3);
 }
 
 TEST_F(FileDatasetTest, TrainsACharLmOnATokenFileCountingItsTargetTokens) {

@@ -13,6 +13,7 @@
 
 #include "common/checkpoint_frame.h"
 #include "common/data/csv_table.h"
+#include "common/data/file_signature.h"
 #include "common/data/idx_array.h"
 #include "common/data/mapped_file.h"
 #include "common/data/npy_array.h"
@@ -72,16 +73,15 @@ TEST(DataFormats, IdxLabelsAreOnePerSampleAndBelowTheDeclaredClasses) {
   const std::string bytes = Idx({3}, std::string("\x01\x00\x02", 3));
   const auto labels = ParseIdx("data.labels_path", "l.idx", bytes);
   ASSERT_TRUE(labels.ok());
-  EXPECT_EQ(*CheckClassLabels(*labels, 3, "l.idx", "s.idx", 0), 3);
-  EXPECT_EQ(*CheckClassLabels(*labels, 3, "l.idx", "s.idx", 5), 5);
+  EXPECT_EQ(CheckClassLabels(*labels, 3, "l.idx", "s.idx", 0)->classes, 3);
+  EXPECT_EQ(CheckClassLabels(*labels, 3, "l.idx", "s.idx", 5)->classes, 5);
+  EXPECT_FALSE(CheckClassLabels(*labels, 3, "l.idx", "s.idx", 5)->one_hot);
   EXPECT_EQ(CheckClassLabels(*labels, 3, "l.idx", "s.idx", 2).status().message(),
             "data.labels_path l.idx: at byte 10: expected a class index from 0 to 1 "
             "(data.outputs 2)");
-  EXPECT_NE(CheckClassLabels(*labels, 4, "l.idx", "s.idx", 0)
-                .status()
-                .message()
-                .find("expected 4 labels in one dimension"),
-            std::string::npos);
+  EXPECT_EQ(CheckClassLabels(*labels, 4, "l.idx", "s.idx", 0).status().message(),
+            "data.labels_path l.idx: expected 4 class labels (one per sample of s.idx): indices, "
+            "[4] or [4, 1], or one-hot rows, [4, classes]");
 }
 
 // An .npy file as numpy.save writes it: the header padded with spaces and a
@@ -174,6 +174,94 @@ TEST(DataFormats, NpyErrorsNameTheByteAndWhatWasExpected) {
   EXPECT_EQ(
       error(Npy("{'descr': '<f4', 'fortran_order': False, 'shape': (4611686018427387904, 4)}", "")),
       "data.path x.npy: at byte 60: expected dimensions whose product fits a file");
+}
+
+// Labels as a column vector ([N, 1]: scikit-learn's and pandas' y), or
+// one-hot rows (Keras' to_categorical) in either layout.
+TEST(DataFormats, ClassLabelsMayBeAColumnOrOneHotRows) {
+  const auto column = ParseNpy("data.labels_path", "y.npy",
+                               Npy("{'descr': '<i8', 'fortran_order': False, 'shape': (2, 1), }",
+                                   std::string("\x02\0\0\0\0\0\0\0\x00\0\0\0\0\0\0\0", 16)));
+  ASSERT_TRUE(column.ok()) << column.status().ToString();
+  const auto indices = CheckClassLabels(*column, 2, "y.npy", "x.npy", 0);
+  ASSERT_TRUE(indices.ok()) << indices.status().ToString();
+  EXPECT_EQ(indices->classes, 3);
+  EXPECT_FALSE(indices->one_hot);
+
+  // Rows [0, 1, 0] and [1, 0, 0], stored by rows and by columns.
+  for (const auto& [order, bytes] : std::vector<std::pair<std::string, std::string>>{
+           {"False", std::string("\0\x01\0\x01\0\0", 6)},
+           {"True", std::string("\0\x01\x01\0\0\0", 6)}}) {
+    const auto rows =
+        ParseNpy("data.labels_path", "y.npy",
+                 Npy("{'descr': '|u1', 'fortran_order': " + order + ", 'shape': (2, 3), }", bytes));
+    ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+    const auto one_hot = CheckClassLabels(*rows, 2, "y.npy", "x.npy", 0);
+    ASSERT_TRUE(one_hot.ok()) << order << ": " << one_hot.status().ToString();
+    EXPECT_EQ(one_hot->classes, 3);
+    EXPECT_TRUE(one_hot->one_hot);
+    EXPECT_EQ(CheckClassLabels(*rows, 2, "y.npy", "x.npy", 4).status().message(),
+              "data.labels_path y.npy: one-hot labels of 3 classes; data.outputs declares 4");
+  }
+  const auto soft = ParseNpy("data.labels_path", "y.npy",
+                             Npy("{'descr': '<f4', 'fortran_order': False, 'shape': (1, 2), }",
+                                 std::string("\0\0\0\x3f\0\0\0\x3f", 8)));  // 0.5, 0.5
+  ASSERT_TRUE(soft.ok()) << soft.status().ToString();
+  EXPECT_EQ(CheckClassLabels(*soft, 1, "y.npy", "x.npy", 0).status().message(),
+            "data.labels_path y.npy: at byte 128: expected 0 or 1 in sample 0's one-hot row: soft "
+            "labels are no class labels");
+  const auto two = ParseNpy("data.labels_path", "y.npy",
+                            Npy("{'descr': '|u1', 'fortran_order': False, 'shape': (2, 2), }",
+                                std::string("\x01\0\x01\x01", 4)));
+  ASSERT_TRUE(two.ok()) << two.status().ToString();
+  EXPECT_EQ(CheckClassLabels(*two, 2, "y.npy", "x.npy", 0).status().message(),
+            "data.labels_path y.npy: at byte 130: expected a single 1 in sample 1's one-hot row; "
+            "found 2");
+  const auto cube = ParseNpy("data.labels_path", "y.npy",
+                             Npy("{'descr': '|u1', 'fortran_order': False, 'shape': (1, 2, 2), }",
+                                 std::string("\x01\0\0\0", 4)));
+  ASSERT_TRUE(cube.ok()) << cube.status().ToString();
+  EXPECT_FALSE(CheckClassLabels(*cube, 1, "y.npy", "x.npy", 0).ok());
+}
+
+// MNIST's files come gzipped, pandas reads a .csv.gz as it is, numpy.savez
+// writes a zip: each reader says which it got, not only "bad magic".
+TEST(DataFormats, ACompressedOrArchivedFileIsNamedAsSuch) {
+  const std::string gzip("\x1F\x8B\x08\x00\x00\x00\x00\x00", 8);
+  EXPECT_EQ(ParseIdx("data.path", "train-images-idx3-ubyte.gz", gzip).status().message(),
+            "data.path train-images-idx3-ubyte.gz: at byte 0: expected two zero bytes (the IDX "
+            "magic number); the file is gzip-compressed: decompress it first (gunzip)");
+  EXPECT_EQ(ParseNpy("data.path", "x.npz", std::string("PK\x03\x04\x14\x00", 6)).status().message(),
+            "data.path x.npz: at byte 0: expected the .npy magic string \\x93NUMPY; the file is "
+            "a zip archive (a .npz from numpy.savez is one): extract its arrays first (numpy.load, "
+            "then numpy.save each)");
+  CsvConfig config;
+  config.path = "t.csv.gz";
+  EXPECT_EQ(ParseCsv(gzip, config).status().message(),
+            "t.csv.gz: expected CSV text; the file is gzip-compressed: decompress it first "
+            "(gunzip)");
+  config.path = "t.txt";
+  EXPECT_EQ(ParseCsv(std::string("\xFF\xFEx\0\t\0y\0", 8), config).status().message(),
+            "t.txt: expected CSV text; the file is UTF-16 text (as Excel saves \"Unicode Text\"): "
+            "save it as UTF-8 (\"CSV UTF-8\")");
+  for (const std::string& packed :
+       {std::string("BZh91AY&SY\x01"),
+        std::string("\xFD"
+                    "7zXZ\0\0",
+                    8),
+        std::string("\x28\xB5\x2F\xFD\0", 5), std::string("7z\xBC\xAF\x27\x1C"),
+        std::string("\x80\x04\x95\x00", 4), std::string("PK\x05\x06", 4)}) {
+    EXPECT_NE(FileSignatureHint(packed), "") << packed;
+    EXPECT_NE(ParseNpy("data.path", "x.npy", packed).status().message().find("; the file is "),
+              std::string::npos);
+  }
+  // Text, and the formats' own magic, are no such thing.
+  for (const std::string& plain :
+       {std::string("1,2,0\n"), std::string("\x93NUMPY"), std::string("\0\0\x08\x01", 4),
+        std::string("\x80\x01"), std::string("B"), std::string("BZh9 count,y\n1,0\n"),
+        std::string()}) {
+    EXPECT_EQ(FileSignatureHint(plain), "") << plain;
+  }
 }
 
 TEST(DataFormats, CsvLabelColumnsOutsideTheTableAreNamedNotOverflowed) {

@@ -101,16 +101,24 @@ StatusOr<std::unique_ptr<Dataset>> LoadArrayDataset(const DataConfig& config,
                                            : "samples of no values (a dimension is 0)"));
   }
   const bool regression = config.task == DataTask::kRegression;
-  StatusOr<int64_t> outputs =
-      regression
-          ? data::CheckTargets(*labels, n, config.labels_path, config.path)
-          : data::CheckClassLabels(*labels, n, config.labels_path, config.path, config.outputs);
-  if (!outputs.ok()) return outputs.status();
-  if (regression && config.outputs > 0 && config.outputs != *outputs) {
-    return Status::InvalidArgument("data.outputs " + std::to_string(config.outputs) +
-                                   " is not the " + std::to_string(*outputs) +
-                                   " target(s) per sample of data.labels_path " +
-                                   config.labels_path);
+  int64_t outputs = 0;
+  bool one_hot = false;
+  if (regression) {
+    StatusOr<int64_t> targets = data::CheckTargets(*labels, n, config.labels_path, config.path);
+    if (!targets.ok()) return targets.status();
+    outputs = *targets;
+    if (config.outputs > 0 && config.outputs != outputs) {
+      return Status::InvalidArgument("data.outputs " + std::to_string(config.outputs) +
+                                     " is not the " + std::to_string(outputs) +
+                                     " target(s) per sample of data.labels_path " +
+                                     config.labels_path);
+    }
+  } else {
+    StatusOr<data::ClassLabels> classes =
+        data::CheckClassLabels(*labels, n, config.labels_path, config.path, config.outputs);
+    if (!classes.ok()) return classes.status();
+    outputs = classes->classes;
+    one_hot = classes->one_hot;
   }
   std::vector<int64_t> sizes = samples->dims;
   if (sizes.size() == 1) sizes.push_back(1);                  // one feature a sample
@@ -119,11 +127,12 @@ StatusOr<std::unique_ptr<Dataset>> LoadArrayDataset(const DataConfig& config,
   // they hold.
   torch::Tensor inputs = ArrayTensor(*samples, torch::kFloat32).reshape(sizes);
   if (samples->type == data::ElementType::kUint8) inputs.div_(255.0);
-  torch::Tensor targets = regression ? ArrayTensor(*labels, torch::kFloat32).reshape({n, *outputs})
-                                     : ArrayTensor(*labels, torch::kInt64);
+  torch::Tensor targets = regression ? ArrayTensor(*labels, torch::kFloat32).reshape({n, outputs})
+                          : one_hot  ? ArrayTensor(*labels, torch::kFloat32).argmax(1)
+                                     : ArrayTensor(*labels, torch::kInt64).reshape({n});
   DataShape shape;
   shape.features = inputs[0].numel();
-  shape.outputs = *outputs;
+  shape.outputs = outputs;
   if (sizes.size() == 4 && sizes[2] == sizes[3]) {
     shape.channels = sizes[1];
     shape.image_size = sizes[2];

@@ -259,6 +259,37 @@ def test_a_job_trains_on_arrays_saved_with_numpy(cluster, tmp_path):
     assert rows[-1]["loss"] < rows[0]["loss"]
 
 
+def test_labels_as_a_column_or_one_hot_rows_train_as_indices(cluster, tmp_path):
+    np = pytest.importorskip("numpy")
+    rng = np.random.default_rng(6)
+    x = rng.normal(size=(48, 3)).astype(np.float32)
+    y = (x[:, 0] > 0).astype(np.int64) + (x[:, 1] > 0.5)
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "y.npy", y)
+    np.save(tmp_path / "column.npy", y.reshape(-1, 1))  # scikit-learn's and pandas' y
+    np.save(tmp_path / "one_hot.npy", np.eye(3, dtype=np.float32)[y])  # to_categorical
+    np.save(tmp_path / "soft.npy", np.full((48, 3), 1 / 3, dtype=np.float32))
+    common = {
+        "model": {"kind": "mlp", "hidden": [8]},
+        "micro_batch": 8, "accumulation_steps": 2,
+        "optimizer": {"kind": "sgd", "lr": 0.2}, "epochs": 2, "seed": 7,
+    }
+    losses = []
+    with cluster.client() as c:
+        for labels in ("y.npy", "column.npy", "one_hot.npy", "soft.npy"):
+            job = c.submit(dict(common, data={"kind": "npy", "path": str(tmp_path / "x.npy"),
+                                              "labels_path": str(tmp_path / labels)}))
+            final = c.wait(job.id)
+            if labels == "soft.npy":
+                assert final.state == job_pb2.JOB_STATE_FAILED
+                assert "expected 0 or 1 in sample 0's one-hot row" in final.reason
+                continue
+            assert final.state == job_pb2.JOB_STATE_SUCCEEDED, final.reason
+            losses.append([r["loss"] for r in c.steps(job.id)])
+    assert len(losses[0]) == 6  # 48 / 16 × 2 epochs
+    assert losses[0] == losses[1] == losses[2]
+
+
 def test_several_targets_train_alike_from_a_pandas_csv_and_from_npy(cluster, tmp_path):
     np = pytest.importorskip("numpy")
     pandas = pytest.importorskip("pandas")

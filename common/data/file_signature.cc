@@ -1,0 +1,47 @@
+#include "common/data/file_signature.h"
+
+#include <array>
+
+namespace accumulus::data {
+
+std::string FileSignatureHint(std::string_view bytes) {
+  struct Signature {
+    std::string_view magic;
+    const char* hint;
+  };
+  using namespace std::string_view_literals;
+  static constexpr std::array<Signature, 8> kSignatures = {{
+      {"\x1F\x8B"sv, "the file is gzip-compressed: decompress it first (gunzip)"},
+      {"PK\x03\x04"sv,
+       "the file is a zip archive (a .npz from numpy.savez is one): extract its arrays first "
+       "(numpy.load, then numpy.save each)"},
+      {"PK\x05\x06"sv, "the file is an empty zip archive"},
+      {"\xFD"
+       "7zXZ\x00"sv,
+       "the file is xz-compressed: decompress it first (unxz)"},
+      {"\x28\xB5\x2F\xFD"sv, "the file is zstd-compressed: decompress it first (unzstd)"},
+      {"7z\xBC\xAF\x27\x1C"sv, "the file is a 7-Zip archive: extract it first"},
+      {"\xFF\xFE"sv,
+       "the file is UTF-16 text (as Excel saves \"Unicode Text\"): save it as UTF-8 (\"CSV "
+       "UTF-8\")"},
+      {"\xFE\xFF"sv, "the file is UTF-16 text: save it as UTF-8"},
+  }};
+  for (const Signature& s : kSignatures) {
+    if (bytes.substr(0, s.magic.size()) == s.magic) return s.hint;
+  }
+  // "BZh", the block size's digit, then a block's magic (or, empty, the
+  // stream end's): text may begin "BZh".
+  if (bytes.size() >= 10 && bytes.substr(0, 3) == "BZh" && bytes[3] >= '1' && bytes[3] <= '9' &&
+      (bytes.substr(4, 6) == "1AY&SY" || bytes.substr(4, 6) == "\x17\x72\x45\x38\x50\x90"sv)) {
+    return "the file is bzip2-compressed: decompress it first (bunzip2)";
+  }
+  // Pickle protocols 2 to 5 begin with PROTO and the protocol's number.
+  if (bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x80 && bytes[1] >= 2 &&
+      bytes[1] <= 5) {
+    return "the file is a Python pickle, which is never loaded (it runs code): save arrays with "
+           "numpy.save";
+  }
+  return "";
+}
+
+}  // namespace accumulus::data
