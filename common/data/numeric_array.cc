@@ -135,6 +135,19 @@ Status PlaceData(const std::string& field, const std::string& path, std::string_
 
 namespace {
 
+// The values of one sample, the product of the dimensions after the first;
+// kMaxClasses + 1 where that is more than a job's outputs may be.
+int64_t ValuesPerSample(const NumericArray& labels) {
+  int64_t per_sample = 1;
+  for (size_t d = 1; d < labels.dims.size(); ++d) {
+    if (__builtin_mul_overflow(per_sample, labels.dims[d], &per_sample) ||
+        per_sample > kMaxClasses) {
+      return kMaxClasses + 1;
+    }
+  }
+  return per_sample;
+}
+
 // Each of [samples, classes] `labels`' rows is a single 1 and zeros.
 Status CheckOneHot(const NumericArray& labels, int64_t samples, int64_t classes,
                    const std::string& labels_path) {
@@ -167,15 +180,7 @@ Status CheckOneHot(const NumericArray& labels, int64_t samples, int64_t classes,
 StatusOr<ClassLabels> CheckClassLabels(const NumericArray& labels, int64_t samples,
                                        const std::string& labels_path,
                                        const std::string& samples_path, int64_t declared_classes) {
-  // Values per sample, capped where they are more than a job's classes.
-  int64_t per_sample = 1;
-  for (size_t d = 1; d < labels.dims.size(); ++d) {
-    if (__builtin_mul_overflow(per_sample, labels.dims[d], &per_sample) ||
-        per_sample > kMaxClasses) {
-      per_sample = kMaxClasses + 1;
-      break;
-    }
-  }
+  const int64_t per_sample = ValuesPerSample(labels);
   const bool one_hot = labels.dims.size() == 2 && per_sample > 1;
   if (labels.dims.empty() || labels.dims[0] != samples || (per_sample != 1 && !one_hot)) {
     return Status::InvalidArgument("data.labels_path " + labels_path + ": expected " +
@@ -216,14 +221,7 @@ StatusOr<int64_t> CheckTargets(const NumericArray& labels, int64_t samples,
         " targets in the first dimension (one per sample of " + samples_path + ")");
   }
   // Bounded like data.outputs: one sample's targets are one model output.
-  int64_t per_sample = 1;
-  for (size_t d = 1; d < labels.dims.size(); ++d) {
-    if (__builtin_mul_overflow(per_sample, labels.dims[d], &per_sample) ||
-        per_sample > kMaxClasses) {
-      per_sample = kMaxClasses + 1;
-      break;
-    }
-  }
+  const int64_t per_sample = ValuesPerSample(labels);
   if (per_sample < 1 || per_sample > kMaxClasses) {
     return Status::InvalidArgument("data.labels_path " + labels_path + ": expected 1 to " +
                                    std::to_string(kMaxClasses) +

@@ -34,6 +34,28 @@ def assert_contiguous(events, first=1):
     assert [e.sequence for e in events] == list(range(first, first + len(events)))
 
 
+def small_mlp(data, *, lr, epochs, seed):
+    """A job of the small MLP on `data`: micro-batches of 8, two a step."""
+    return {
+        "model": {"kind": "mlp", "hidden": [8]}, "data": data,
+        "micro_batch": 8, "accumulation_steps": 2,
+        "optimizer": {"kind": "sgd", "lr": lr}, "epochs": epochs, "seed": seed,
+    }
+
+
+def succeeded(c, spec):
+    """Runs `spec` to success; the job's id."""
+    job = c.submit(spec)
+    final = c.wait(job.id)
+    assert final.state == job_pb2.JOB_STATE_SUCCEEDED, final.reason
+    return job.id
+
+
+def losses_of(c, spec):
+    """Runs `spec` to success; its steps' losses."""
+    return [r["loss"] for r in c.steps(succeeded(c, spec))]
+
+
 def test_a_job_is_submitted_watched_and_succeeds_with_its_batch_plan(cluster):
     with cluster.client() as c:
         job = c.submit(SMALL)
@@ -269,25 +291,18 @@ def test_labels_as_a_column_or_one_hot_rows_train_as_indices(cluster, tmp_path):
     np.save(tmp_path / "column.npy", y.reshape(-1, 1))  # scikit-learn's and pandas' y
     np.save(tmp_path / "one_hot.npy", np.eye(3, dtype=np.float32)[y])  # to_categorical
     np.save(tmp_path / "soft.npy", np.full((48, 3), 1 / 3, dtype=np.float32))
-    common = {
-        "model": {"kind": "mlp", "hidden": [8]},
-        "micro_batch": 8, "accumulation_steps": 2,
-        "optimizer": {"kind": "sgd", "lr": 0.2}, "epochs": 2, "seed": 7,
-    }
-    losses = []
+
+    def job(labels):
+        return small_mlp({"kind": "npy", "path": str(tmp_path / "x.npy"),
+                          "labels_path": str(tmp_path / labels)}, lr=0.2, epochs=2, seed=7)
+
     with cluster.client() as c:
-        for labels in ("y.npy", "column.npy", "one_hot.npy", "soft.npy"):
-            job = c.submit(dict(common, data={"kind": "npy", "path": str(tmp_path / "x.npy"),
-                                              "labels_path": str(tmp_path / labels)}))
-            final = c.wait(job.id)
-            if labels == "soft.npy":
-                assert final.state == job_pb2.JOB_STATE_FAILED
-                assert "expected 0 or 1 in sample 0's one-hot row" in final.reason
-                continue
-            assert final.state == job_pb2.JOB_STATE_SUCCEEDED, final.reason
-            losses.append([r["loss"] for r in c.steps(job.id)])
+        losses = [losses_of(c, job(labels)) for labels in ("y.npy", "column.npy", "one_hot.npy")]
+        soft = c.wait(c.submit(job("soft.npy")).id)
     assert len(losses[0]) == 6  # 48 / 16 × 2 epochs
     assert losses[0] == losses[1] == losses[2]
+    assert soft.state == job_pb2.JOB_STATE_FAILED
+    assert "expected 0 or 1 in sample 0's one-hot row" in soft.reason
 
 
 def test_several_targets_train_alike_from_a_pandas_csv_and_from_npy(cluster, tmp_path):
@@ -303,22 +318,13 @@ def test_several_targets_train_alike_from_a_pandas_csv_and_from_npy(cluster, tmp
     frame.to_csv(tmp_path / "t.csv")  # with the index, as pandas writes by default
     np.save(tmp_path / "x.npy", frame[["a", "b", "c"]].to_numpy(np.float32))
     np.save(tmp_path / "y.npy", frame[["y2", "y1"]].to_numpy(np.float32))
-    common = {
-        "model": {"kind": "mlp", "hidden": [8]},
-        "micro_batch": 8, "accumulation_steps": 2,
-        "optimizer": {"kind": "sgd", "lr": 0.05}, "epochs": 3, "seed": 5,
-    }
-    csv = dict(common, data={"kind": "csv", "path": str(tmp_path / "t.csv"),
-                             "task": "regression", "label_columns": ["y2", "y1"]})
-    npy = dict(common, data={"kind": "npy", "path": str(tmp_path / "x.npy"),
-                             "labels_path": str(tmp_path / "y.npy"), "task": "regression"})
-    losses = []
+    csv = small_mlp({"kind": "csv", "path": str(tmp_path / "t.csv"), "task": "regression",
+                     "label_columns": ["y2", "y1"]}, lr=0.05, epochs=3, seed=5)
+    npy = small_mlp({"kind": "npy", "path": str(tmp_path / "x.npy"),
+                     "labels_path": str(tmp_path / "y.npy"), "task": "regression"},
+                    lr=0.05, epochs=3, seed=5)
     with cluster.client() as c:
-        for spec in (csv, npy):
-            job = c.submit(spec)
-            final = c.wait(job.id)
-            assert final.state == job_pb2.JOB_STATE_SUCCEEDED, final.reason
-            losses.append([r["loss"] for r in c.steps(job.id)])
+        losses = [losses_of(c, spec) for spec in (csv, npy)]
         with pytest.raises(accumulus.InvalidArgumentError,
                            match=r"data.outputs 3 is not the 2 target"):
             c.submit(dict(csv, data=dict(csv["data"], outputs=3)))
@@ -338,21 +344,11 @@ def test_class_names_and_booleans_from_pandas_train_as_indices(cluster, tmp_path
     classes = sorted(set(species))  # byte order: the classes' numbers
     np.save(tmp_path / "x.npy", np.stack([x[:, 0], x[:, 1] > 0], axis=1).astype(np.float32))
     np.save(tmp_path / "y.npy", np.array([classes.index(s) for s in species]))
-    common = {
-        "model": {"kind": "mlp", "hidden": [8]},
-        "micro_batch": 8, "accumulation_steps": 2,
-        "optimizer": {"kind": "sgd", "lr": 0.2}, "epochs": 2, "seed": 9,
-    }
-    losses = []
     with cluster.client() as c:
-        for data in ({"kind": "csv", "path": str(tmp_path / "iris.csv"),
-                      "label_column": "species"},
-                     {"kind": "npy", "path": str(tmp_path / "x.npy"),
-                      "labels_path": str(tmp_path / "y.npy")}):
-            job = c.submit(dict(common, data=data))
-            final = c.wait(job.id)
-            assert final.state == job_pb2.JOB_STATE_SUCCEEDED, final.reason
-            losses.append([r["loss"] for r in c.steps(job.id)])
+        losses = [losses_of(c, small_mlp(data, lr=0.2, epochs=2, seed=9)) for data in (
+            {"kind": "csv", "path": str(tmp_path / "iris.csv"), "label_column": "species"},
+            {"kind": "npy", "path": str(tmp_path / "x.npy"),
+             "labels_path": str(tmp_path / "y.npy")})]
     assert len(losses[0]) == 6  # 48 / 16 × 2 epochs
     assert losses[0] == losses[1]
 
@@ -370,26 +366,20 @@ def test_a_frame_of_numbered_columns_without_its_index_trains_as_npy(cluster, tm
     assert (tmp_path / "t.csv").read_text().splitlines()[0] == "0,1,2,3"
     np.save(tmp_path / "x.npy", x.astype(np.float32))
     np.save(tmp_path / "y.npy", y)
-    common = {
-        "model": {"kind": "mlp", "hidden": [8]},
-        "micro_batch": 8, "accumulation_steps": 2,
-        "optimizer": {"kind": "sgd", "lr": 0.2}, "epochs": 2, "seed": 4,
-    }
     csv = {"kind": "csv", "path": str(tmp_path / "t.csv")}
     losses, logs = [], []
     with cluster.client() as c:
         for data in (csv, dict(csv, header="first_line"),
                      {"kind": "npy", "path": str(tmp_path / "x.npy"),
                       "labels_path": str(tmp_path / "y.npy")}):
-            job = c.submit(dict(common, data=data))
-            final = c.wait(job.id)
-            assert final.state == job_pb2.JOB_STATE_SUCCEEDED, final.reason
-            losses.append([r["loss"] for r in c.steps(job.id)])
-            logs.append([e.log.text for e in c.watch(job.id) if e.HasField("log")])
+            job_id = succeeded(c, small_mlp(data, lr=0.2, epochs=2, seed=4))
+            losses.append([r["loss"] for r in c.steps(job_id)])
+            logs.append([e.log.text for e in c.watch(job_id) if e.HasField("log")])
         with pytest.raises(accumulus.InvalidArgumentError,
                            match=r"data.label_column \"y\" is a column name, and data.header "
                                  r"\"none\""):
-            c.submit(dict(common, data=dict(csv, header="none", label_column="y")))
+            c.submit(small_mlp(dict(csv, header="none", label_column="y"),
+                               lr=0.2, epochs=2, seed=4))
     assert len(losses[0]) == 6  # 48 / 16 × 2 epochs
     assert losses[0] == losses[1] == losses[2]
     assert (f"data.path {tmp_path / 't.csv'}: line 1 is its header (data.header auto; "
