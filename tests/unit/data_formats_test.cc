@@ -179,9 +179,10 @@ TEST(DataFormats, NpyErrorsNameTheByteAndWhatWasExpected) {
 // Labels as a column vector ([N, 1]: scikit-learn's and pandas' y), or
 // one-hot rows (Keras' to_categorical) in either layout.
 TEST(DataFormats, ClassLabelsMayBeAColumnOrOneHotRows) {
-  const auto column = ParseNpy("data.labels_path", "y.npy",
-                               Npy("{'descr': '<i8', 'fortran_order': False, 'shape': (2, 1), }",
-                                   std::string("\x02\0\0\0\0\0\0\0\x00\0\0\0\0\0\0\0", 16)));
+  // The files outlive their arrays, which point into them.
+  const std::string column_file = Npy("{'descr': '<i8', 'fortran_order': False, 'shape': (2, 1), }",
+                                      std::string("\x02\0\0\0\0\0\0\0\x00\0\0\0\0\0\0\0", 16));
+  const auto column = ParseNpy("data.labels_path", "y.npy", column_file);
   ASSERT_TRUE(column.ok()) << column.status().ToString();
   const auto indices = CheckClassLabels(*column, 2, "y.npy", "x.npy", 0);
   ASSERT_TRUE(indices.ok()) << indices.status().ToString();
@@ -192,9 +193,9 @@ TEST(DataFormats, ClassLabelsMayBeAColumnOrOneHotRows) {
   for (const auto& [order, bytes] : std::vector<std::pair<std::string, std::string>>{
            {"False", std::string("\0\x01\0\x01\0\0", 6)},
            {"True", std::string("\0\x01\x01\0\0\0", 6)}}) {
-    const auto rows =
-        ParseNpy("data.labels_path", "y.npy",
-                 Npy("{'descr': '|u1', 'fortran_order': " + order + ", 'shape': (2, 3), }", bytes));
+    const std::string file =
+        Npy("{'descr': '|u1', 'fortran_order': " + order + ", 'shape': (2, 3), }", bytes);
+    const auto rows = ParseNpy("data.labels_path", "y.npy", file);
     ASSERT_TRUE(rows.ok()) << rows.status().ToString();
     const auto one_hot = CheckClassLabels(*rows, 2, "y.npy", "x.npy", 0);
     ASSERT_TRUE(one_hot.ok()) << order << ": " << one_hot.status().ToString();
@@ -203,23 +204,24 @@ TEST(DataFormats, ClassLabelsMayBeAColumnOrOneHotRows) {
     EXPECT_EQ(CheckClassLabels(*rows, 2, "y.npy", "x.npy", 4).status().message(),
               "data.labels_path y.npy: one-hot labels of 3 classes; data.outputs declares 4");
   }
-  const auto soft = ParseNpy("data.labels_path", "y.npy",
-                             Npy("{'descr': '<f4', 'fortran_order': False, 'shape': (1, 2), }",
-                                 std::string("\0\0\0\x3f\0\0\0\x3f", 8)));  // 0.5, 0.5
+  const std::string soft_file = Npy("{'descr': '<f4', 'fortran_order': False, 'shape': (1, 2), }",
+                                    std::string("\0\0\0\x3f\0\0\0\x3f", 8));  // 0.5, 0.5
+  const auto soft = ParseNpy("data.labels_path", "y.npy", soft_file);
   ASSERT_TRUE(soft.ok()) << soft.status().ToString();
   EXPECT_EQ(CheckClassLabels(*soft, 1, "y.npy", "x.npy", 0).status().message(),
             "data.labels_path y.npy: at byte 128: expected 0 or 1 in sample 0's one-hot row: soft "
             "labels are no class labels");
-  const auto two = ParseNpy("data.labels_path", "y.npy",
-                            Npy("{'descr': '|u1', 'fortran_order': False, 'shape': (2, 2), }",
-                                std::string("\x01\0\x01\x01", 4)));
+  const std::string two_file = Npy("{'descr': '|u1', 'fortran_order': False, 'shape': (2, 2), }",
+                                   std::string("\x01\0\x01\x01", 4));
+  const auto two = ParseNpy("data.labels_path", "y.npy", two_file);
   ASSERT_TRUE(two.ok()) << two.status().ToString();
   EXPECT_EQ(CheckClassLabels(*two, 2, "y.npy", "x.npy", 0).status().message(),
             "data.labels_path y.npy: at byte 130: expected a single 1 in sample 1's one-hot row; "
             "found 2");
-  const auto cube = ParseNpy("data.labels_path", "y.npy",
-                             Npy("{'descr': '|u1', 'fortran_order': False, 'shape': (1, 2, 2), }",
-                                 std::string("\x01\0\0\0", 4)));
+  const std::string cube_file =
+      Npy("{'descr': '|u1', 'fortran_order': False, 'shape': (1, 2, 2), }",
+          std::string("\x01\0\0\0", 4));
+  const auto cube = ParseNpy("data.labels_path", "y.npy", cube_file);
   ASSERT_TRUE(cube.ok()) << cube.status().ToString();
   EXPECT_FALSE(CheckClassLabels(*cube, 1, "y.npy", "x.npy", 0).ok());
 }
