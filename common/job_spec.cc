@@ -326,18 +326,15 @@ void CheckLabelColumns(Violations* bad, const v1::DataSpec& data) {
   }
   if (data.header() == v1::CSV_HEADER_NONE) {
     // Without a header line a column has no name to be found by.
-    std::vector<std::pair<std::string, std::string>> by_name;
-    if (!data.label_column().empty())
-      by_name.emplace_back("data.label_column", data.label_column());
+    const auto by_index = [&](const std::string& field, const std::string& column) {
+      if (column.empty() || data::IsColumnIndex(column)) return;
+      bad->Add(field, field + " " + QuotedForError(column) +
+                          " is a column name, and data.header \"none\" says the file has no "
+                          "header line to find it in: give the column's 0-based index");
+    };
+    by_index("data.label_column", data.label_column());
     for (int i = 0; i < count && i < kMaxLabelColumns; ++i) {
-      by_name.emplace_back("data.label_columns[" + std::to_string(i) + "]", data.label_columns(i));
-    }
-    for (const auto& [field, column] : by_name) {
-      if (!column.empty() && !data::IsColumnIndex(column)) {
-        bad->Add(field, field + " " + QuotedForError(column) +
-                            " is a column name, and data.header \"none\" says the file has no "
-                            "header line to find it in: give the column's 0-based index");
-      }
+      by_index("data.label_columns[" + std::to_string(i) + "]", data.label_columns(i));
     }
   }
   if (count > kMaxLabelColumns) {

@@ -22,25 +22,29 @@ void FinishedJobs::Remove(const std::string& job_id) {
 
 std::vector<std::string> FinishedJobs::BeyondRetention(
     int64_t keep, const std::function<bool(const std::string&)>& may_delete) const {
+  // Each owner's jobs not yet taken: [next, end) of its deque.
+  struct Cursor {
+    const std::deque<Entry>* jobs;
+    size_t next = 0;
+    size_t left() const { return jobs->size() - next; }
+    const Entry& oldest() const { return (*jobs)[next]; }
+  };
+  std::vector<Cursor> owners;
+  owners.reserve(by_owner_.size());
+  for (const auto& [owner, jobs] : by_owner_) owners.push_back({&jobs});
   std::vector<std::string> doomed;
-  // Each owner's jobs not yet taken: [taken, end) of its deque.
-  std::map<std::string, size_t> taken;
   for (int64_t beyond = size() - std::max<int64_t>(keep, 0); beyond > 0; --beyond) {
-    const Entry* oldest = nullptr;
-    size_t most = 0;
-    const std::string* owner = nullptr;
-    for (const auto& [name, jobs] : by_owner_) {
-      const size_t from = taken[name];
-      const size_t left = jobs.size() - from;
-      if (left == 0) continue;
-      if (left > most || (left == most && jobs[from].order < oldest->order)) {
-        most = left;
-        oldest = &jobs[from];
-        owner = &name;
+    Cursor* fullest = nullptr;
+    for (Cursor& c : owners) {
+      if (c.left() == 0) continue;
+      if (fullest == nullptr || c.left() > fullest->left() ||
+          (c.left() == fullest->left() && c.oldest().order < fullest->oldest().order)) {
+        fullest = &c;
       }
     }
-    ++taken[*owner];
-    if (may_delete(oldest->job_id)) doomed.push_back(oldest->job_id);
+    const Entry& taken = fullest->oldest();
+    ++fullest->next;
+    if (may_delete(taken.job_id)) doomed.push_back(taken.job_id);
   }
   return doomed;
 }

@@ -44,23 +44,27 @@ struct CsvTable {
   bool row_names = false;   // its first column named the rows, and was skipped
 };
 
+// Whether a label column is named by its 0-based index ("2", "-1": a whole
+// number) rather than by its name in the header.
+bool IsColumnIndex(const std::string& name);
+
 // Numeric columns, one sample per line (booleans, True/TRUE/true and
 // False/FALSE/false, read as 1 and 0); a classification's label column may
 // hold class names instead, numbered in byte order. The first line is a
 // header as config.header says; by default when it holds a label column
 // named by name, a field other than a class label's is no number, or it
 // numbers the columns from 0 as pandas names a frame's (see IsHeader). A
-// first column of no name in the header holds row names, which are skipped. Blank lines are
-// skipped; LF, CRLF or CR line ends, a UTF-8 byte order mark and RFC 4180 quoted fields (on one
-// line) are fine. Fields are separated by commas, or by tabs or semicolons when the first line has
-// those and no comma. The label columns are the targets; the other columns, in the file's order,
-// the features. Every value is finite; a class label is an index below the declared classes (else
-// below the most a job may have), or a name, never both in one file. INVALID_ARGUMENT names the
-// file, the line and the column and what was expected there — never what the file holds. Whether a
-// label column is named by its 0-based index ("2", "-1": a whole number) rather than by its name in
-// the header.
-bool IsColumnIndex(const std::string& name);
-
+// first column of no name in the header holds row names, which are
+// skipped. Blank lines are skipped; LF, CRLF or CR line ends, a UTF-8 byte
+// order mark and RFC 4180 quoted fields (on one line) are fine. Fields are
+// separated by commas, or by tabs or semicolons when the first line has
+// those and no comma. The label columns are the targets; the other
+// columns, in the file's order, the features.
+// Every value is finite; a class label is an index below the declared
+// classes (else below the most a job may have), or a name, never both in
+// one file. A compressed or archived file is refused as such
+// (FileSignatureHint). INVALID_ARGUMENT names the file, the line and the
+// column and what was expected there — never what the file holds.
 StatusOr<CsvTable> ParseCsv(const std::string& text, const CsvConfig& config);
 
 }  // namespace accumulus::data
