@@ -9,7 +9,7 @@
 #include <sstream>
 #include <thread>
 
-#include "worker/cgroup_limits.h"
+#include "common/cgroup_limits.h"
 
 namespace accumulus::worker {
 namespace {

@@ -5,7 +5,7 @@
 
 #include <chrono>
 
-#include "worker/cgroup_limits.h"
+#include "common/cgroup_limits.h"
 
 namespace accumulus::worker {
 namespace {

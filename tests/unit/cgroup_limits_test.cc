@@ -2,7 +2,7 @@
 // laid out in a temporary directory as the kernel lays them out: v2's
 // unified tree, v1's controllers (with the container's own cgroup at the
 // mount's root, as without a cgroup namespace), and no limit at all.
-#include "worker/cgroup_limits.h"
+#include "common/cgroup_limits.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -13,7 +13,7 @@
 
 #include "tests/support/temp_dir.h"
 
-namespace accumulus::worker {
+namespace accumulus {
 namespace {
 
 class CgroupLimitsTest : public ::testing::Test {
@@ -120,4 +120,4 @@ TEST_F(CgroupLimitsTest, WithoutTheFilesTheOomKillsAreNotKnown) {
 }
 
 }  // namespace
-}  // namespace accumulus::worker
+}  // namespace accumulus

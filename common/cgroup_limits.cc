@@ -1,4 +1,4 @@
-#include "worker/cgroup_limits.h"
+#include "common/cgroup_limits.h"
 
 #include <sched.h>
 #include <unistd.h>
@@ -11,7 +11,7 @@
 
 #include "common/small_file.h"
 
-namespace accumulus::worker {
+namespace accumulus {
 namespace {
 
 // v1 writes "no limit" as the largest page-aligned int64 (9223372036854771712).
@@ -185,4 +185,4 @@ int UsableCores() {
   return std::clamp(static_cast<int>(std::floor(quota)), 1, cores);
 }
 
-}  // namespace accumulus::worker
+}  // namespace accumulus

@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-namespace accumulus::worker {
+namespace accumulus {
 
 // The tightest memory limit of the cgroups `self_cgroup` (the text of
 // /proc/self/cgroup) names, and of their ancestors, as the files under
@@ -42,4 +42,4 @@ int64_t UsableMemoryBytes();
 // its cgroup's quota allows fewer (whole cores, at least one).
 int UsableCores();
 
-}  // namespace accumulus::worker
+}  // namespace accumulus
