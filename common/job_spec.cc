@@ -277,6 +277,11 @@ void DefaultData(v1::DataSpec* data, const v1::ModelSpec& model, uint64_t job_se
   if (data->kind() == v1::DATA_KIND_CSV && data->header() == v1::CSV_HEADER_UNSPECIFIED) {
     data->set_header(v1::CSV_HEADER_AUTO);
   }
+  // An array of the samples' .npz archive holds the labels.
+  if (data->kind() == v1::DATA_KIND_NPY && data->labels_path().empty() &&
+      !data->labels_array().empty()) {
+    data->set_labels_path(data->path());
+  }
   if (data->kind() == v1::DATA_KIND_TOKENS && data->task() == v1::DATA_TASK_UNSPECIFIED) {
     data->set_task(v1::DATA_TASK_LANGUAGE_MODELING);
   }
@@ -375,6 +380,20 @@ void CheckLabelColumns(Violations* bad, const v1::DataSpec& data) {
   }
 }
 
+// data.array and data.labels_array: keys of .npz archives' arrays.
+void CheckNpzArrays(Violations* bad, const v1::DataSpec& data) {
+  for (const auto& [field, key] : {std::pair{"data.array", &data.array()},
+                                   std::pair{"data.labels_array", &data.labels_array()}}) {
+    CheckPrintable(bad, field, *key, kMaxPathBytes, "an array's key");
+    if (!key->empty() && !bad->Any("data.kind") && data.kind() != v1::DATA_KIND_NPY) {
+      bad->Add(field, std::string(field) +
+                          " names an array of a .npz archive: it applies to "
+                          "data.kind \"npy\" only, not " +
+                          Quoted(data.kind()));
+    }
+  }
+}
+
 void CheckData(Violations* bad, const v1::DataSpec& data, const v1::ModelSpec& model) {
   const bool synthetic = data.kind() == v1::DATA_KIND_SYNTHETIC;
   const v1::DataTask task = data.task();
@@ -404,7 +423,10 @@ void CheckData(Violations* bad, const v1::DataSpec& data, const v1::ModelSpec& m
   if ((data.kind() == v1::DATA_KIND_IDX || data.kind() == v1::DATA_KIND_NPY) &&
       data.labels_path().empty()) {
     bad->Add("data.labels_path",
-             "data.labels_path is required for data.kind " + Quoted(data.kind()));
+             "data.labels_path is required for data.kind " + Quoted(data.kind()) +
+                 (data.kind() == v1::DATA_KIND_NPY
+                      ? " (or data.labels_array, for labels in data.path's .npz archive)"
+                      : ""));
   }
   if (synthetic && mlp_task && !bad->Any("data.features") && data.features() == 0) {
     bad->Add("data.features", RequiredPositive("data.features", " for synthetic data"));
@@ -433,6 +455,7 @@ void CheckData(Violations* bad, const v1::DataSpec& data, const v1::ModelSpec& m
                                    "\"uint32\" has 0 to 4294967295)");
   }
   CheckLabelColumns(bad, data);
+  CheckNpzArrays(bad, data);
 }
 
 void DefaultOptimizer(v1::OptimizerSpec* opt) {

@@ -19,7 +19,7 @@ BUILD_DIR="${ACCUMULUS_BUILD_DIR:-$ROOT/build}"
 PACKAGES=(
   build-essential cmake pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  libgloo-dev
+  libgloo-dev zlib1g-dev
   libspdlog-dev libcpp-httplib-dev libsqlite3-dev libcli11-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   prometheus python3-venv openssl tmux

@@ -45,11 +45,14 @@ done | sort -u | while read -r lib; do
 done
 
 # For gpu-check.sh's fallback, a build there from the tree against that
-# machine's torch (ACCUMULUS_ENGINE_ONLY): googletest's source and gloo's
-# headers, the two things beside LibTorch the engine and its GPU tests need.
+# machine's torch (ACCUMULUS_ENGINE_ONLY): googletest's source, gloo's
+# headers and zlib's (its library, lib/libz.so.1, is among those above), the
+# things beside LibTorch the engine and its GPU tests need.
 mkdir -p "$BUNDLE/src" "$BUNDLE/include"
 cp -r /usr/src/googletest "$BUNDLE/src/"
 cp -r /usr/include/gloo "$BUNDLE/include/"
+cp /usr/include/zlib.h /usr/include/zconf.h "$BUNDLE/include/"
+[ -f "$BUNDLE/lib/libz.so.1" ] || cp -L "$(ldconfig -p | awk '/libz.so.1 .*x86-64/ { print $NF; exit }')" "$BUNDLE/lib/"
 
 # The newest glibc symbol version the binaries need: the GPU machine's glibc
 # must be at least this (else gpu-check.sh falls back to building there).

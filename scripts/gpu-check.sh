@@ -58,7 +58,8 @@ if [ -n "$missing" ] || [ "${ACCUMULUS_GPU_BUILD_THERE:-0}" = 1 ]; then
   if ! { cmake -S "$ROOT" -B "$ROOT/build-gpu" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
     -DACCUMULUS_ENGINE_ONLY=ON -DACCUMULUS_PYTHON="$PYTHON" \
     -DACCUMULUS_GTEST_SOURCE_DIR="$BUNDLE/src/googletest" \
-    -DACCUMULUS_GLOO_INCLUDE_DIR="$BUNDLE/include" &&
+    -DACCUMULUS_GLOO_INCLUDE_DIR="$BUNDLE/include" \
+    -DZLIB_INCLUDE_DIR="$BUNDLE/include" -DZLIB_LIBRARY="$BUNDLE/lib/libz.so.1" &&
     cmake --build "$ROOT/build-gpu" -j"$(nproc)"; } > "$OUT/build-there.log" 2>&1; then
     log "the build here failed: $(grep -m3 -E 'error|Error' "$OUT/build-there.log" | paste -sd' ')"
     exit 4

@@ -286,7 +286,7 @@ bool IsColumnIndex(const std::string& name) {
   return ParseNumber(name, &index) && index == std::floor(index);
 }
 
-StatusOr<CsvTable> ParseCsv(const std::string& text, const CsvConfig& config) {
+StatusOr<CsvTable> ParseCsv(std::string_view text, const CsvConfig& config) {
   if (const std::string hint = FileSignatureHint(text); !hint.empty()) {
     return Status::InvalidArgument(config.path + ": expected CSV text; " + hint);
   }
@@ -316,7 +316,7 @@ StatusOr<CsvTable> ParseCsv(const std::string& text, const CsvConfig& config) {
     // Excel for Mac still writes as "CSV (Macintosh)"); read by LF alone,
     // such a file would be one line of one header and no rows.
     const size_t end = std::min(text.find_first_of("\r\n", at), text.size());
-    line.assign(text, at, end - at);
+    line.assign(text.substr(at, end - at));
     at = end + (text.compare(end, 2, "\r\n") == 0 ? 2 : 1);
     ++line_number;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;  // blank

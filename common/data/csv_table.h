@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
@@ -65,6 +66,6 @@ bool IsColumnIndex(const std::string& name);
 // one file. A compressed or archived file is refused as such
 // (FileSignatureHint). INVALID_ARGUMENT names the file, the line and the
 // column and what was expected there — never what the file holds.
-StatusOr<CsvTable> ParseCsv(const std::string& text, const CsvConfig& config);
+StatusOr<CsvTable> ParseCsv(std::string_view text, const CsvConfig& config);
 
 }  // namespace accumulus::data

@@ -11,11 +11,13 @@ std::string FileSignatureHint(std::string_view bytes) {
   };
   using namespace std::string_view_literals;
   static constexpr std::array<Signature, 8> kSignatures = {{
-      {"\x1F\x8B"sv, "the file is gzip-compressed: decompress it first (gunzip)"},
+      {"\x1F\x8B"sv,
+       "the data is gzip-compressed inside the file's own compression: decompress it first "
+       "(gunzip)"},
       {"PK\x03\x04"sv,
-       "the file is a zip archive (a .npz from numpy.savez is one): extract its arrays first "
-       "(numpy.load, then numpy.save each)"},
-      {"PK\x05\x06"sv, "the file is an empty zip archive"},
+       "the data is a zip archive inside the file's own compression or archive: extract it "
+       "first"},
+      {"PK\x05\x06"sv, "the data is an empty zip archive"},
       {"\xFD"
        "7zXZ\x00"sv,
        "the file is xz-compressed: decompress it first (unxz)"},

@@ -131,9 +131,15 @@ std::string Shown(const std::string& descr) {
   return "; found '" + descr + "'";
 }
 
-}  // namespace
+// The header: the array's type, layout and dims, and where its shape and
+// its data start.
+struct NpyHeader {
+  NumericArray array;
+  size_t shape_offset = 0;
+  size_t data_offset = 0;
+};
 
-StatusOr<NumericArray> ParseNpy(const std::string& field, const std::string& path,
+StatusOr<NpyHeader> ParseHeader(const std::string& field, const std::string& path,
                                 std::string_view bytes) {
   auto fail = [&](size_t offset, const std::string& expected) {
     return ArrayError(field, path, offset, expected);
@@ -207,11 +213,30 @@ StatusOr<NumericArray> ParseNpy(const std::string& field, const std::string& pat
   if (shape->empty()) return fail(shape_offset, "at least one dimension in 'shape'");
   array->column_major = *fortran_order;
   array->dims = *shape;
-  if (Status s = PlaceData(field, path, bytes, shape_offset, header_start + header_length, &*array);
+  return NpyHeader{*array, shape_offset, header_start + header_length};
+}
+
+}  // namespace
+
+StatusOr<NumericArray> ParseNpy(const std::string& field, const std::string& path,
+                                std::string_view bytes) {
+  StatusOr<NpyHeader> header = ParseHeader(field, path, bytes);
+  if (!header.ok()) return header.status();
+  if (Status s =
+          PlaceData(field, path, bytes, header->shape_offset, header->data_offset, &header->array);
       !s.ok()) {
     return s;
   }
-  return *array;
+  return header->array;
+}
+
+std::string DescribeNpy(std::string_view head) {
+  StatusOr<NpyHeader> header = ParseHeader("", "", head);
+  if (!header.ok()) return "";
+  std::string shape;
+  for (int64_t d : header->array.dims) shape += (shape.empty() ? "" : ", ") + std::to_string(d);
+  if (header->array.dims.size() == 1) shape += ",";
+  return ElementTypeName(header->array.type) + " (" + shape + ")";
 }
 
 }  // namespace accumulus::data

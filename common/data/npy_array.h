@@ -18,4 +18,9 @@ namespace accumulus::data {
 StatusOr<NumericArray> ParseNpy(const std::string& field, const std::string& path,
                                 std::string_view bytes);
 
+// The dtype and shape a .npy file's header gives, as numpy shows them
+// ("uint8 (60000, 28, 28)"), from the file's first bytes (the data need not
+// follow); "" where they are not a .npy header.
+std::string DescribeNpy(std::string_view head);
+
 }  // namespace accumulus::data

@@ -51,6 +51,36 @@ size_t ElementSize(ElementType type) {
   return 1;
 }
 
+std::string ElementTypeName(ElementType type) {
+  switch (type) {
+    case ElementType::kBool:
+      return "bool";
+    case ElementType::kUint8:
+      return "uint8";
+    case ElementType::kInt8:
+      return "int8";
+    case ElementType::kUint16:
+      return "uint16";
+    case ElementType::kInt16:
+      return "int16";
+    case ElementType::kUint32:
+      return "uint32";
+    case ElementType::kInt32:
+      return "int32";
+    case ElementType::kUint64:
+      return "uint64";
+    case ElementType::kInt64:
+      return "int64";
+    case ElementType::kFloat16:
+      return "float16";
+    case ElementType::kFloat32:
+      return "float32";
+    case ElementType::kFloat64:
+      return "float64";
+  }
+  return "";
+}
+
 bool IsFloatingPoint(ElementType type) {
   return type == ElementType::kFloat16 || type == ElementType::kFloat32 ||
          type == ElementType::kFloat64;

@@ -28,6 +28,8 @@ enum class ElementType {
 };
 
 size_t ElementSize(ElementType type);
+// numpy's name of the type: "uint8", "float32", "bool".
+std::string ElementTypeName(ElementType type);
 bool IsFloatingPoint(ElementType type);
 
 struct NumericArray {

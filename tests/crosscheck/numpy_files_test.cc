@@ -4,26 +4,20 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include <fstream>
-#include <sstream>
 #include <string>
 
+#include "tests/support/read_file.h"
 #include "tests/support/temp_dir.h"
 #include "worker/engine/file_datasets.h"
 
 namespace accumulus::engine {
 namespace {
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream bytes;
-  bytes << in.rdbuf();
-  return bytes.str();
-}
+using testing::ReadFile;
 
 // Float32 values written by numpy's tofile (little-endian, C order).
 torch::Tensor Floats(const std::string& path) {
-  const std::string bytes = ReadAll(path);
+  const std::string bytes = ReadFile(path);
   return torch::from_blob(const_cast<char*>(bytes.data()),
                           {static_cast<int64_t>(bytes.size() / sizeof(float))}, torch::kFloat32)
       .clone();
@@ -35,8 +29,8 @@ TEST(NumpyFiles, EveryDtypeByteOrderAndLayoutReadsAsNumpyWroteIt) {
   const std::string command = std::string(ACCUMULUS_PYTHON) + " " + ACCUMULUS_SOURCE_DIR +
                               "/tests/crosscheck/numpy_files.py " + dir + " > " + dir +
                               "/count 2>&1";
-  ASSERT_EQ(std::system(command.c_str()), 0) << ReadAll(dir + "/count");
-  const int cases = std::stoi(ReadAll(dir + "/count"));
+  ASSERT_EQ(std::system(command.c_str()), 0) << ReadFile(dir + "/count");
+  const int cases = std::stoi(ReadFile(dir + "/count"));
   ASSERT_GE(cases, 11);
   for (int i = 0; i < cases; ++i) {
     const std::string prefix = dir + "/" + std::to_string(i);
@@ -44,7 +38,7 @@ TEST(NumpyFiles, EveryDtypeByteOrderAndLayoutReadsAsNumpyWroteIt) {
     c.kind = DataKind::kNpy;
     c.path = prefix + "-samples.npy";
     c.labels_path = prefix + "-labels.npy";
-    const bool regression = ReadAll(prefix + "-task") == "regression";
+    const bool regression = ReadFile(prefix + "-task") == "regression";
     c.task = regression ? DataTask::kRegression : DataTask::kClassification;
     auto data = LoadNpyDataset(c);
     ASSERT_TRUE(data.ok()) << i << ": " << data.status().ToString();

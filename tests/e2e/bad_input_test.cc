@@ -19,6 +19,7 @@
 #include "accumulus/v1/controller.grpc.pb.h"
 #include "accumulus/v1/error_details.pb.h"
 #include "common/spec_yaml.h"
+#include "tests/support/compressed_bytes.h"
 #include "tests/support/controller_stub.h"
 #include "tests/support/proto_json.h"
 #include "tests/support/test_cluster.h"
@@ -744,13 +745,25 @@ INSTANTIATE_TEST_SUITE_P(
             kMlp,
             {"data.path FILE: at byte 20: expected a numeric dtype: b1 (bool), i1, i2, i4, "
              "i8, u1, u2, u4, u8, f2, f4 or f8; found '|O'"}},
-        DataCase{"GzippedIdx",
+        DataCase{"CutGzip",
                  "train-images-idx3-ubyte.gz",
                  std::string("\x1F\x8B\x08\x08hunter2", 11),
                  "{kind: idx, path: FILE, labels_path: FILE}",
                  kMlp,
-                 {"data.path FILE: at byte 0: expected two zero bytes (the IDX magic number); "
-                  "the file is gzip-compressed: decompress it first (gunzip)"}},
+                 {"data.path FILE: the gzip data ends early (at byte 11): the file is cut "
+                  "short"}},
+        DataCase{
+            "NpzWithoutTheArrayNamed",
+            "mnist.npz",
+            Zip({{"x_train.npy",
+                  Npy("{'descr': '|u1', 'fortran_order': False, 'shape': (2, 4), }", "hunter2!"),
+                  /*deflate=*/true},
+                 {"y_train.npy",
+                  Npy("{'descr': '|u1', 'fortran_order': False, 'shape': (2,), }", "\x01\x02")}}),
+            "{kind: npy, path: FILE, labels_array: y_train}",
+            kMlp,
+            {"data.array is required: data.path FILE is a zip archive of 2 (x_train.npy "
+             "(uint8 (2, 4)), y_train.npy (uint8 (2,))): name the one to read"}},
         DataCase{
             "SoftLabelsNpy",
             "soft.npy",

@@ -1,5 +1,5 @@
-// A whole file as a string ("" when it cannot be read): logs and configs
-// the tests look into.
+// A whole file as a string ("" when it cannot be read): logs, configs and
+// data files the tests look into.
 #pragma once
 
 #include <chrono>
@@ -11,7 +11,7 @@
 namespace accumulus::testing {
 
 inline std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   std::stringstream text;
   text << in.rdbuf();
   return text.str();

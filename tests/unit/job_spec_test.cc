@@ -327,7 +327,21 @@ INSTANTIATE_TEST_SUITE_P(
                  "data.separator 65536 is not a uint16 token id (0 to 65535; data.token_dtype "
                  "\"uint32\" has 0 to 4294967295)"},
         BadField{"NpyLabels", "data: {kind: npy, path: x.npy}",
-                 "data.labels_path is required for data.kind \"npy\""},
+                 "data.labels_path is required for data.kind \"npy\" (or data.labels_array, for "
+                 "labels in data.path's .npz archive)"},
+        BadField{"IdxLabels", "data: {kind: idx, path: x.idx}",
+                 "data.labels_path is required for data.kind \"idx\""},
+        BadField{"ArrayOfAnIdxFile",
+                 "data: {kind: idx, path: x.idx, labels_path: y.idx, array: x_train}",
+                 "data.array names an array of a .npz archive: it applies to data.kind \"npy\" "
+                 "only, not \"idx\""},
+        BadField{"LabelsArrayOfACsv", "data: {kind: csv, path: t.csv, labels_array: y}",
+                 "data.labels_array names an array of a .npz archive: it applies to data.kind "
+                 "\"npy\" only, not \"csv\""},
+        BadField{"ArrayWithANewline",
+                 "data: {kind: npy, path: d.npz, array: \"x\\ny\", labels_array: y}",
+                 "data.array: character 2 (U+000A) is a control character; an array's key is "
+                 "printable text"},
         BadField{"Classes", "data: {outputs: 1}",
                  "data.outputs 1 must be at least 2 classes for classification"},
         BadField{"LabelColumnAndColumns",
@@ -396,6 +410,26 @@ TEST(NormalizeJobSpec, RegressionOutputsOfAFileAreTheFiles) {
   const StatusOr<v1::JobSpec> spec = NormalizeJobSpec(synthetic);
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
   EXPECT_EQ(spec->data().outputs(), 1);
+}
+
+// Labels named by an array and no file are in the samples' archive; a file
+// named for them is theirs.
+TEST(NormalizeJobSpec, LabelsOfANpzArchiveAreInTheSamplesArchiveUnlessNamedElsewhere) {
+  const auto normalized = [](const std::string& data) {
+    return NormalizeJobSpec(Parse("model: {kind: mlp}\ndata: " + data +
+                                  "\nmicro_batch: 8\naccumulation_steps: 1\noptimizer: {lr: "
+                                  "0.1}\nepochs: 1\n"));
+  };
+  const StatusOr<v1::JobSpec> same =
+      normalized("{kind: npy, path: mnist.npz, array: x_train, labels_array: y_train}");
+  ASSERT_TRUE(same.ok()) << same.status().ToString();
+  EXPECT_EQ(same->data().labels_path(), "mnist.npz");
+  EXPECT_EQ(same->data().array(), "x_train");
+  EXPECT_EQ(same->data().labels_array(), "y_train");
+  const StatusOr<v1::JobSpec> other =
+      normalized("{kind: npy, path: x.npz, labels_path: y.npz, labels_array: y}");
+  ASSERT_TRUE(other.ok()) << other.status().ToString();
+  EXPECT_EQ(other->data().labels_path(), "y.npz");
 }
 
 // A CSV file's header is told from its line unless the spec settles it;

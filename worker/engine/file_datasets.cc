@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "common/data/csv_table.h"
+#include "common/data/data_file.h"
 #include "common/data/idx_array.h"
-#include "common/data/mapped_file.h"
 #include "common/data/npy_array.h"
 #include "common/data/numeric_array.h"
 #include "common/data/token_samples.h"
@@ -16,11 +16,15 @@
 namespace accumulus::engine {
 namespace {
 
-// The whole file, for the parsers that take it as one string.
-StatusOr<std::string> ReadFile(const std::string& field, const std::string& path) {
-  StatusOr<std::unique_ptr<data::MappedFile>> file = data::MappedFile::Open(field, path);
-  if (!file.ok()) return file.status();
-  return std::string((*file)->bytes());
+// "data.path mnist.npz: member x_train.npy of a zip archive, …", for the
+// job's log, where the file was not read as it lies; "" where it was.
+std::string FileReading(const std::string& field, const std::string& path,
+                        const data::DataFile& file) {
+  return file.reading().empty() ? "" : field + " " + path + ": " + file.reading();
+}
+
+std::string Joined(const std::string& a, const std::string& b) {
+  return a.empty() || b.empty() ? a + b : a + "; " + b;
 }
 
 // The LibTorch dtype whose elements are the file's bytes as they lie, where
@@ -80,23 +84,29 @@ torch::Tensor ArrayTensor(const data::NumericArray& array, torch::ScalarType dty
 }
 
 // Samples and labels (or targets) from two array files of one format,
-// parsed where they are mapped: the tensors are the only copy.
+// parsed where they are mapped (or decompressed): the tensors are the only
+// copy. `samples_member` and `labels_member` choose the arrays of
+// archives.
 StatusOr<std::unique_ptr<Dataset>> LoadArrayDataset(const DataConfig& config,
-                                                    data::ArrayParser parse) {
-  StatusOr<std::unique_ptr<data::MappedFile>> sample_file =
-      data::MappedFile::Open("data.path", config.path);
+                                                    data::ArrayParser parse,
+                                                    const data::MemberChoice& samples_member,
+                                                    const data::MemberChoice& labels_member) {
+  StatusOr<std::unique_ptr<data::DataFile>> sample_file =
+      data::DataFile::Open("data.path", config.path, samples_member);
   if (!sample_file.ok()) return sample_file.status();
-  StatusOr<std::unique_ptr<data::MappedFile>> label_file =
-      data::MappedFile::Open("data.labels_path", config.labels_path);
+  StatusOr<std::unique_ptr<data::DataFile>> label_file =
+      data::DataFile::Open("data.labels_path", config.labels_path, labels_member);
   if (!label_file.ok()) return label_file.status();
-  StatusOr<data::NumericArray> samples = parse("data.path", config.path, (*sample_file)->bytes());
+  const std::string& samples_name = (*sample_file)->name();
+  const std::string& labels_name = (*label_file)->name();
+  StatusOr<data::NumericArray> samples = parse("data.path", samples_name, (*sample_file)->bytes());
   if (!samples.ok()) return samples.status();
   StatusOr<data::NumericArray> labels =
-      parse("data.labels_path", config.labels_path, (*label_file)->bytes());
+      parse("data.labels_path", labels_name, (*label_file)->bytes());
   if (!labels.ok()) return labels.status();
   const int64_t n = samples->dims[0];
   if (samples->count == 0) {
-    return Status::InvalidArgument("data.path " + config.path + ": " +
+    return Status::InvalidArgument("data.path " + samples_name + ": " +
                                    (n == 0 ? "no samples (the first dimension is 0)"
                                            : "samples of no values (a dimension is 0)"));
   }
@@ -104,18 +114,17 @@ StatusOr<std::unique_ptr<Dataset>> LoadArrayDataset(const DataConfig& config,
   int64_t outputs = 0;
   bool one_hot = false;
   if (regression) {
-    StatusOr<int64_t> targets = data::CheckTargets(*labels, n, config.labels_path, config.path);
+    StatusOr<int64_t> targets = data::CheckTargets(*labels, n, labels_name, samples_name);
     if (!targets.ok()) return targets.status();
     outputs = *targets;
     if (config.outputs > 0 && config.outputs != outputs) {
       return Status::InvalidArgument("data.outputs " + std::to_string(config.outputs) +
                                      " is not the " + std::to_string(outputs) +
-                                     " target(s) per sample of data.labels_path " +
-                                     config.labels_path);
+                                     " target(s) per sample of data.labels_path " + labels_name);
     }
   } else {
     StatusOr<data::ClassLabels> classes =
-        data::CheckClassLabels(*labels, n, config.labels_path, config.path, config.outputs);
+        data::CheckClassLabels(*labels, n, labels_name, samples_name, config.outputs);
     if (!classes.ok()) return classes.status();
     outputs = classes->classes;
     one_hot = classes->one_hot;
@@ -137,14 +146,24 @@ StatusOr<std::unique_ptr<Dataset>> LoadArrayDataset(const DataConfig& config,
     shape.channels = sizes[1];
     shape.image_size = sizes[2];
   }
-  return std::unique_ptr<Dataset>(new TensorDataset(inputs, targets, shape));
+  const std::string reading =
+      Joined(FileReading("data.path", config.path, **sample_file),
+             FileReading("data.labels_path", config.labels_path, **label_file));
+  return std::unique_ptr<Dataset>(new TensorDataset(inputs, targets, shape, reading));
+}
+
+// An array of a .npz archive, chosen by `field`'s key.
+data::MemberChoice NpzArray(const char* field, const std::string& key) {
+  return {field, key, ".npy", &data::DescribeNpy};
 }
 
 // What the job's log says of how a CSV file was read: what the reader
 // decided (the header, row names, class names), never what the file holds
 // (the log reaches every viewer of the job).
-std::string CsvReading(const data::CsvTable& table, const DataConfig& config) {
+std::string CsvReading(const data::CsvTable& table, const DataConfig& config,
+                       const data::DataFile& file) {
   std::string text = "data.path " + config.path + ": ";
+  if (!file.reading().empty()) text += file.reading() + "; ";
   text += table.header_line > 0 ? "line " + std::to_string(table.header_line) + " is its header"
                                 : "no header line";
   if (config.csv_header == data::CsvHeader::kAuto) {
@@ -166,23 +185,23 @@ std::string CsvReading(const data::CsvTable& table, const DataConfig& config) {
 }  // namespace
 
 StatusOr<std::unique_ptr<Dataset>> LoadCsvDataset(const DataConfig& config) {
-  StatusOr<std::string> text = ReadFile("data.path", config.path);
-  if (!text.ok()) return text.status();
+  StatusOr<std::unique_ptr<data::DataFile>> file = data::DataFile::Open("data.path", config.path);
+  if (!file.ok()) return file.status();
   data::CsvConfig csv;
-  csv.path = config.path;
+  csv.path = (*file)->name();
   csv.label_column = config.label_column;
   csv.label_columns = config.label_columns;
   csv.header = config.csv_header;
   csv.classification = config.task == DataTask::kClassification;
   csv.declared_classes = csv.classification ? config.outputs : 0;
-  StatusOr<data::CsvTable> table = data::ParseCsv(*text, csv);
+  StatusOr<data::CsvTable> table = data::ParseCsv((*file)->bytes(), csv);
   if (!table.ok()) return table.status();
   const int64_t n = table->rows;
   const int64_t targets_per_row = table->targets_per_row;
   if (!csv.classification && config.outputs > 0 && config.outputs != targets_per_row) {
     return Status::InvalidArgument("data.outputs " + std::to_string(config.outputs) +
                                    " is not the " + std::to_string(targets_per_row) +
-                                   " target(s) per row of data.path " + config.path +
+                                   " target(s) per row of data.path " + csv.path +
                                    " (one per label column)");
   }
   torch::Tensor inputs =
@@ -195,30 +214,36 @@ StatusOr<std::unique_ptr<Dataset>> LoadCsvDataset(const DataConfig& config) {
   shape.features = table->features;
   shape.outputs = csv.classification ? table->classes : targets_per_row;
   return std::unique_ptr<Dataset>(
-      new TensorDataset(inputs, targets, shape, CsvReading(*table, config)));
+      new TensorDataset(inputs, targets, shape, CsvReading(*table, config, **file)));
 }
 
 StatusOr<std::unique_ptr<Dataset>> LoadIdxDataset(const DataConfig& config) {
-  return LoadArrayDataset(config, &data::ParseIdx);
+  return LoadArrayDataset(config, &data::ParseIdx, {}, {});
 }
 
 StatusOr<std::unique_ptr<Dataset>> LoadNpyDataset(const DataConfig& config) {
-  return LoadArrayDataset(config, &data::ParseNpy);
+  return LoadArrayDataset(config, &data::ParseNpy, NpzArray("data.array", config.array),
+                          NpzArray("data.labels_array", config.labels_array));
 }
 
 namespace {
 
-// Samples built from the mapped file as each micro-batch asks for them: the
-// trainer's memory holds the samples' spans and the micro-batch, never the
-// corpus as tensors.
+// Samples built from the mapped file (or its decompressed content) as each
+// micro-batch asks for them: the trainer's memory holds the samples' spans
+// and the micro-batch, never the corpus as tensors.
 class TokenFileDataset final : public Dataset {
  public:
-  TokenFileDataset(std::unique_ptr<data::MappedFile> file, data::TokenSamples samples, int width,
-                   DataShape shape)
-      : file_(std::move(file)), samples_(std::move(samples)), width_(width), shape_(shape) {}
+  TokenFileDataset(std::unique_ptr<data::DataFile> file, data::TokenSamples samples, int width,
+                   DataShape shape, std::string reading)
+      : file_(std::move(file)),
+        samples_(std::move(samples)),
+        width_(width),
+        shape_(shape),
+        reading_(std::move(reading)) {}
 
   int64_t size() const override { return samples_.size(); }
   const DataShape& shape() const override { return shape_; }
+  std::string reading() const override { return reading_; }
 
   // Inputs are a sample's tokens but the last, padded with the pad token;
   // targets the next token, kIgnoreIndex on padding.
@@ -245,20 +270,20 @@ class TokenFileDataset final : public Dataset {
   }
 
  private:
-  std::unique_ptr<data::MappedFile> file_;
+  std::unique_ptr<data::DataFile> file_;
   data::TokenSamples samples_;
   int width_;  // bytes per id
   DataShape shape_;
+  std::string reading_;
 };
 
 }  // namespace
 
 StatusOr<std::unique_ptr<Dataset>> LoadTokenDataset(const DataConfig& config) {
-  StatusOr<std::unique_ptr<data::MappedFile>> file =
-      data::MappedFile::Open("data.path", config.path);
+  StatusOr<std::unique_ptr<data::DataFile>> file = data::DataFile::Open("data.path", config.path);
   if (!file.ok()) return file.status();
   data::TokenConfig tokens;
-  tokens.path = config.path;
+  tokens.path = (*file)->name();
   tokens.width = config.token_dtype == TokenDtype::kUint8    ? 1
                  : config.token_dtype == TokenDtype::kUint16 ? 2
                                                              : 4;
@@ -280,8 +305,9 @@ StatusOr<std::unique_ptr<Dataset>> LoadTokenDataset(const DataConfig& config) {
   shape.sequence_length = config.sequence_length;
   shape.vocabulary = pad + 1;
   shape.pad_token = pad;
-  return std::unique_ptr<Dataset>(
-      new TokenFileDataset(std::move(*file), std::move(*samples), tokens.width, shape));
+  std::string reading = FileReading("data.path", config.path, **file);
+  return std::unique_ptr<Dataset>(new TokenFileDataset(std::move(*file), std::move(*samples),
+                                                       tokens.width, shape, std::move(reading)));
 }
 
 }  // namespace accumulus::engine

@@ -1,8 +1,10 @@
 // Data sets read from files on the worker. CSV, IDX and .npy files are read whole
 // at the start; a token file is mapped and its samples built per
-// micro-batch (common/data/mapped_file.h). Each loader fails with
-// INVALID_ARGUMENT (or NOT_FOUND) naming the file, the line or byte offset,
-// and what was expected there.
+// micro-batch (common/data/mapped_file.h). Any of them may be gzip-compressed
+// or a zip archive's member, .npy arrays those of a .npz archive
+// (common/data/data_file.h); what is compressed is decompressed into
+// memory. Each loader fails with INVALID_ARGUMENT (or NOT_FOUND) naming the
+// file, the line or byte offset, and what was expected there.
 #pragma once
 
 #include <memory>
@@ -27,7 +29,8 @@ StatusOr<std::unique_ptr<Dataset>> LoadCsvDataset(const DataConfig& config);
 // the samples; unsigned bytes are pixels scaled to [0, 1], others the
 // numbers they hold; rows × cols become 1 × rows × cols images),
 // config.labels_path one class label per sample (whole numbers of any type)
-// or, for regression, the targets: [N] or [N, M].
+// or, for regression, the targets: [N] or [N, M]. .npy: config.array and
+// config.labels_array name the arrays of .npz archives.
 StatusOr<std::unique_ptr<Dataset>> LoadIdxDataset(const DataConfig& config);
 StatusOr<std::unique_ptr<Dataset>> LoadNpyDataset(const DataConfig& config);
 

@@ -91,10 +91,16 @@ enum class TokenLayout {
 
 struct DataConfig {
   DataKind kind = DataKind::kSynthetic;
-  // Files (on the worker): csv: the table; idx: the images (or features)
-  // file, with labels in labels_path; tokens: the flat token file.
+  // Files (on the worker): csv: the table; idx, npy: the images (or
+  // features) file, with labels in labels_path; tokens: the flat token
+  // file. Each may be gzip-compressed or a zip archive of one file
+  // (common/data/data_file.h).
   std::string path;
   std::string labels_path;
+  // npy: the arrays of .npz archives (path's and labels_path's) to read, by
+  // numpy.load's keys; empty: an archive's one array.
+  std::string array;
+  std::string labels_array;
   // csv: the label column, by header name or 0-based index (negative counts
   // from the end); empty: the last column, unless label_columns names the
   // targets of a regression (one output each, in their order).

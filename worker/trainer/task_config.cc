@@ -132,6 +132,8 @@ StatusOr<engine::TrainConfig> ToTrainConfig(const v1::TrainerTask& task) {
   c.data.min_sequence_length = spec.data().min_sequence_length();
   c.data.path = spec.data().path();
   c.data.labels_path = spec.data().labels_path();
+  c.data.array = spec.data().array();
+  c.data.labels_array = spec.data().labels_array();
   c.data.label_column = spec.data().label_column();
   c.data.label_columns.assign(spec.data().label_columns().begin(),
                               spec.data().label_columns().end());

@@ -1,4 +1,5 @@
 """The client against a real controller and worker on loopback."""
+import gzip
 import os
 import uuid
 
@@ -281,13 +282,20 @@ def test_a_job_trains_on_arrays_saved_with_numpy(cluster, tmp_path):
     assert rows[-1]["loss"] < rows[0]["loss"]
 
 
-def test_labels_as_a_column_or_one_hot_rows_train_as_indices(cluster, tmp_path):
-    np = pytest.importorskip("numpy")
-    rng = np.random.default_rng(6)
+def three_classes(np, directory, seed):
+    """48 samples of 3 features in 3 classes, saved as x.npy and y.npy in
+    `directory`; returns them."""
+    rng = np.random.default_rng(seed)
     x = rng.normal(size=(48, 3)).astype(np.float32)
     y = (x[:, 0] > 0).astype(np.int64) + (x[:, 1] > 0.5)
-    np.save(tmp_path / "x.npy", x)
-    np.save(tmp_path / "y.npy", y)
+    np.save(directory / "x.npy", x)
+    np.save(directory / "y.npy", y)
+    return x, y
+
+
+def test_labels_as_a_column_or_one_hot_rows_train_as_indices(cluster, tmp_path):
+    np = pytest.importorskip("numpy")
+    _, y = three_classes(np, tmp_path, seed=6)
     np.save(tmp_path / "column.npy", y.reshape(-1, 1))  # scikit-learn's and pandas' y
     np.save(tmp_path / "one_hot.npy", np.eye(3, dtype=np.float32)[y])  # to_categorical
     np.save(tmp_path / "soft.npy", np.full((48, 3), 1 / 3, dtype=np.float32))
@@ -303,6 +311,38 @@ def test_labels_as_a_column_or_one_hot_rows_train_as_indices(cluster, tmp_path):
     assert losses[0] == losses[1] == losses[2]
     assert soft.state == job_pb2.JOB_STATE_FAILED
     assert "expected 0 or 1 in sample 0's one-hot row" in soft.reason
+
+
+def test_npz_archives_and_gzip_files_train_as_the_arrays_they_hold(cluster, tmp_path):
+    np = pytest.importorskip("numpy")
+    x, y = three_classes(np, tmp_path, seed=8)
+    # Keras' mnist.npz layout, deflated; numpy.savez's positional keys, stored.
+    np.savez_compressed(tmp_path / "keras.npz", x_train=x, y_train=y, x_test=x[:4], y_test=y[:4])
+    np.savez(tmp_path / "positional.npz", x, y)
+    with open(tmp_path / "x.npy", "rb") as f, gzip.open(tmp_path / "x.npy.gz", "wb") as g:
+        g.write(f.read())
+
+    def job(**data):
+        return small_mlp(dict(kind="npy", **data), lr=0.2, epochs=2, seed=3)
+
+    archive = str(tmp_path / "keras.npz")
+    with cluster.client() as c:
+        plain = losses_of(c, job(path=str(tmp_path / "x.npy"), labels_path=str(tmp_path / "y.npy")))
+        keras_id = succeeded(c, job(path=archive, array="x_train", labels_array="y_train"))
+        keras = [r["loss"] for r in c.steps(keras_id)]
+        # The labels' file is the archive, as the spec says once submitted.
+        assert c.get(keras_id).spec.data.labels_path == archive
+        positional = losses_of(c, job(path=str(tmp_path / "positional.npz"), array="arr_0",
+                                      labels_array="arr_1"))
+        gzipped = losses_of(c, job(path=str(tmp_path / "x.npy.gz"),
+                                   labels_path=str(tmp_path / "y.npy")))
+        unnamed = c.wait(c.submit(job(path=archive, labels_array="y_train")).id)
+    assert len(plain) == 6
+    assert plain == keras == positional == gzipped
+    assert unnamed.state == job_pb2.JOB_STATE_FAILED
+    assert ("data.array is required: data.path %s is a zip archive of 4 (x_train.npy "
+            "(float32 (48, 3)), y_train.npy (int64 (48,)), x_test.npy (float32 (4, 3)), "
+            "y_test.npy (int64 (4,))): name the one to read" % archive) in unnamed.reason
 
 
 def test_several_targets_train_alike_from_a_pandas_csv_and_from_npy(cluster, tmp_path):

@@ -1,0 +1,115 @@
+#include "common/data/data_file.h"
+
+#include <vector>
+
+#include "common/cgroup_limits.h"
+#include "common/data/inflate.h"
+#include "common/data/zip_archive.h"
+
+namespace accumulus::data {
+namespace {
+
+// The members a list in an error shows; the rest are counted.
+constexpr size_t kMembersShown = 12;
+// The bytes of a member that `describe` sees.
+constexpr size_t kHeadBytes = 4096;
+
+std::string Bytes(size_t n) { return std::to_string(n) + " bytes"; }
+
+// "x_train.npy (uint8 (60000, 28, 28)), y_train.npy (uint8 (60000,))":
+// the archive's data members, for an error that asks for one of them.
+std::string ListMembers(const ZipArchive& archive, const std::vector<const ZipMember*>& members,
+                        const MemberChoice& choice) {
+  std::string list;
+  for (size_t i = 0; i < members.size() && i < kMembersShown; ++i) {
+    if (i > 0) list += ", ";
+    list += members[i]->ShownName();
+    if (!choice.describe) continue;
+    StatusOr<std::string> head = archive.Peek(*members[i], kHeadBytes);
+    const std::string what = head.ok() ? choice.describe(*head) : "";
+    if (!what.empty()) list += " (" + what + ")";
+  }
+  if (members.size() > kMembersShown) {
+    list += " and " + std::to_string(members.size() - kMembersShown) + " more";
+  }
+  return list;
+}
+
+}  // namespace
+
+size_t DecompressionBudget() { return static_cast<size_t>(UsableMemoryBytes() / 2); }
+
+StatusOr<std::unique_ptr<DataFile>> DataFile::Open(const std::string& field,
+                                                   const std::string& path,
+                                                   const MemberChoice& choice) {
+  StatusOr<std::unique_ptr<MappedFile>> mapped = MappedFile::Open(field, path);
+  if (!mapped.ok()) return mapped.status();
+  std::unique_ptr<DataFile> file(new DataFile());
+  file->mapped_ = std::move(*mapped);
+  file->bytes_ = file->mapped_->bytes();
+  file->name_ = path;
+  const bool zip = ZipArchive::Is(file->bytes_);
+  if (!choice.name.empty() && !zip) {
+    return Status::InvalidArgument(choice.field + " \"" + choice.name +
+                                   "\" names a member of a zip archive (.npz), and " + field + " " +
+                                   path + " is not one: leave " + choice.field + " out");
+  }
+  if (IsGzip(file->bytes_)) {
+    StatusOr<std::string> content = Gunzip(field, path, file->bytes_, DecompressionBudget());
+    if (!content.ok()) return content.status();
+    file->decompressed_ = std::move(*content);
+    file->mapped_.reset();
+    file->bytes_ = file->decompressed_;
+    file->name_ = path + " (decompressed)";
+    file->reading_ = "gzip-compressed, decompressed in memory: " + Bytes(file->bytes_.size());
+    return file;
+  }
+  if (!zip) return file;
+
+  StatusOr<ZipArchive> archive = ZipArchive::Parse(field, path, file->bytes_);
+  if (!archive.ok()) return archive.status();
+  std::vector<const ZipMember*> data;
+  for (const ZipMember& m : archive->members()) {
+    if (!m.IsAside()) data.push_back(&m);
+  }
+  const ZipMember* chosen = nullptr;
+  if (!choice.name.empty()) {
+    for (const std::string& name : {choice.name, choice.name + choice.implied_suffix}) {
+      for (const ZipMember* m : data) {
+        if (chosen == nullptr && m->name == name) chosen = m;
+      }
+    }
+    if (chosen == nullptr) {
+      return Status::InvalidArgument(
+          choice.field + " \"" + choice.name + "\" is not in " + field + " " + path +
+          (data.empty() ? ", an empty zip archive"
+                        : ", a zip archive of " + ListMembers(*archive, data, choice)));
+    }
+  } else if (data.size() == 1) {
+    chosen = data.front();
+  } else if (data.empty()) {
+    return Status::InvalidArgument(field + " " + path + ": an empty zip archive");
+  } else if (choice.field.empty()) {
+    return Status::InvalidArgument(field + " " + path + ": a zip archive of " +
+                                   std::to_string(data.size()) + " files (" +
+                                   ListMembers(*archive, data, choice) +
+                                   "); a zip of one file is read: extract the one to use");
+  } else {
+    return Status::InvalidArgument(choice.field + " is required: " + field + " " + path +
+                                   " is a zip archive of " + std::to_string(data.size()) + " (" +
+                                   ListMembers(*archive, data, choice) + "): name the one to read");
+  }
+  StatusOr<std::string_view> content =
+      archive->Read(*chosen, DecompressionBudget(), &file->decompressed_);
+  if (!content.ok()) return content.status();
+  file->bytes_ = *content;
+  file->name_ = path + "[" + chosen->ShownName() + "]";
+  file->reading_ =
+      "member " + chosen->ShownName() + " of a zip archive, " +
+      (chosen->method == 0 ? "stored: read in place"
+                           : "deflated, decompressed in memory: " + Bytes(file->bytes_.size()));
+  if (chosen->method != 0) file->mapped_.reset();
+  return file;
+}
+
+}  // namespace accumulus::data

@@ -1,0 +1,50 @@
+// The gzip and zip readers (common/data/inflate.h, zip_archive.h): whatever
+// the bytes, each refuses in words or gives exactly what the file records,
+// within the budget it is given — never more memory than that on a
+// directory's word.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "common/data/inflate.h"
+#include "common/data/npy_array.h"
+#include "common/data/zip_archive.h"
+#include "fuzz/fuzz_check.h"
+
+namespace {
+
+constexpr size_t kBudget = size_t{1} << 20;
+constexpr size_t kMostMembersRead = 16;
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace accumulus::data;
+  const std::string_view bytes(reinterpret_cast<const char*>(data), size);
+  if (IsGzip(bytes)) {
+    const auto content = Gunzip("data.path", "f.gz", bytes, kBudget);
+    if (content.ok()) FUZZ_CHECK(content->size() <= kBudget);
+  }
+  (void)DescribeNpy(bytes);
+  const auto archive = ZipArchive::Parse("data.path", "f.zip", bytes);
+  if (!archive.ok()) return 0;
+  FUZZ_CHECK(archive->members().size() <= size / 46);
+  for (size_t i = 0; i < archive->members().size() && i < kMostMembersRead; ++i) {
+    const ZipMember& member = archive->members()[i];
+    (void)member.ShownName();
+    std::string inflated;
+    const auto content = archive->Read(member, kBudget, &inflated);
+    if (content.ok()) {
+      FUZZ_CHECK(content->size() == member.size);
+      FUZZ_CHECK(member.method == 0 || member.method == 8);
+      if (member.method == 0) {
+        FUZZ_CHECK(content->data() >= bytes.data() &&
+                   content->data() + content->size() <= bytes.data() + bytes.size());
+      }
+    }
+    const auto head = archive->Peek(member, 64);
+    if (head.ok()) FUZZ_CHECK(head->size() <= 64);
+  }
+  return 0;
+}

@@ -1,0 +1,113 @@
+"""Writes data files compressed and archived as the tools themselves write
+them, for accumulus's readers to read back as the plain files beside them
+(tests/crosscheck/compressed_files_test.cc).
+
+  compressed_files.py DIR
+
+Plain files: x.npy, y.npy (classification), t.csv, x.idx, y.idx,
+tokens.bin. Each other file holds one of them, and DIR/cases lists them,
+one per line: "KIND PLAIN_PATH PLAIN_LABELS FILE LABELS ARRAY LABELS_ARRAY"
+("-" for an empty field), the job's data kind, the plain files and the
+compressed ones.
+"""
+import gzip
+import io
+import os
+import shutil
+import struct
+import sys
+import zipfile
+
+import numpy as np
+
+
+def idx(array):
+    """An IDX file: two zero bytes, the type (0x08 unsigned byte), the
+    number of dimensions, each a big-endian uint32, then the data."""
+    header = struct.pack(">BBBB", 0, 0, 0x08, array.ndim)
+    header += b"".join(struct.pack(">I", d) for d in array.shape)
+    return header + array.astype(np.uint8).tobytes()
+
+
+class Unseekable(io.RawIOBase):
+    """A stream zipfile cannot seek back in: it writes each member's sizes
+    in a data descriptor after the data (as `zip` does writing to a pipe)."""
+
+    def __init__(self, sink):
+        self.sink = sink
+
+    def writable(self):
+        return True
+
+    def write(self, b):
+        return self.sink.write(b)
+
+
+def main(out):
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(40, 3)).astype(np.float32)
+    y = (x[:, 0] > 0).astype(np.int64) + (x[:, 2] > 0.5)
+    images = rng.integers(0, 256, size=(40, 4, 4), dtype=np.uint8)
+    path = lambda name: os.path.join(out, name)
+    np.save(path("x.npy"), x)
+    np.save(path("y.npy"), y)
+    with open(path("t.csv"), "w") as f:
+        f.write("a,b,c,label\n")
+        for row, label in zip(x, y):
+            f.write(",".join(repr(float(v)) for v in row) + ",%d\n" % label)
+    with open(path("x.idx"), "wb") as f:
+        f.write(idx(images))
+    with open(path("y.idx"), "wb") as f:
+        f.write(idx(y))
+    tokens = rng.integers(0, 200, size=5000, dtype=np.uint8)
+    tokens[::37] = 0
+    tokens.tofile(path("tokens.bin"))
+
+    cases = []
+    # numpy's own archives: Keras' mnist.npz layout deflated, savez's
+    # positional keys stored.
+    np.savez_compressed(path("keras.npz"), x_train=x, y_train=y, x_test=x[:5], y_test=y[:5])
+    cases.append("npy x.npy y.npy keras.npz - x_train y_train")
+    np.savez(path("positional.npz"), x, y)
+    cases.append("npy x.npy y.npy positional.npz positional.npz arr_0 arr_1.npy")
+    np.savez(path("one.npz"), x)
+    cases.append("npy x.npy y.npy one.npz y.npy - -")
+
+    # gzip, as Python's gzip module and MNIST's files are; two members.
+    for name in ("x.npy", "y.npy", "t.csv", "x.idx", "y.idx", "tokens.bin"):
+        with open(path(name), "rb") as f, gzip.open(path(name + ".gz"), "wb") as g:
+            shutil.copyfileobj(f, g)
+    with open(path("t.csv"), "rb") as f:
+        text = f.read()
+    with open(path("t2.csv.gz"), "wb") as g:
+        g.write(gzip.compress(text[:100]) + gzip.compress(text[100:]))
+    cases.append("npy x.npy y.npy x.npy.gz y.npy.gz - -")
+    cases.append("csv t.csv - t.csv.gz - - -")
+    cases.append("csv t.csv - t2.csv.gz - - -")
+    cases.append("idx x.idx y.idx x.idx.gz y.idx.gz - -")
+    cases.append("tokens tokens.bin - tokens.bin.gz - - -")
+
+    # zip archives of one file: deflated, stored, zip64, with a data
+    # descriptor, with a directory entry beside the file.
+    with zipfile.ZipFile(path("t.csv.zip"), "w", zipfile.ZIP_DEFLATED) as z:
+        z.write(path("t.csv"), "t.csv")
+    cases.append("csv t.csv - t.csv.zip - - -")
+    with zipfile.ZipFile(path("tokens.zip"), "w", zipfile.ZIP_STORED) as z:
+        z.writestr("data/", b"")
+        z.write(path("tokens.bin"), "data/tokens.bin")
+    cases.append("tokens tokens.bin - tokens.zip - - -")
+    with zipfile.ZipFile(path("x64.zip"), "w", zipfile.ZIP_DEFLATED) as z:
+        with open(path("x.idx"), "rb") as f, z.open("x.idx", "w", force_zip64=True) as m:
+            shutil.copyfileobj(f, m)
+    cases.append("idx x.idx y.idx x64.zip y.idx - -")
+    with open(path("streamed.zip"), "wb") as f:
+        with zipfile.ZipFile(Unseekable(f), "w", zipfile.ZIP_DEFLATED) as z:
+            z.writestr("t.csv", text)
+    cases.append("csv t.csv - streamed.zip - - -")
+
+    with open(path("cases"), "w") as f:
+        f.write("\n".join(cases) + "\n")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

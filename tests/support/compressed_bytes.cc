@@ -1,0 +1,119 @@
+#include "tests/support/compressed_bytes.h"
+
+#include <zlib.h>
+
+#include <stdexcept>
+
+namespace accumulus::testing {
+namespace {
+
+// window_bits as deflateInit2 takes them: -15 raw, 15 + 16 gzip.
+std::string Compress(const std::string& data, int window_bits) {
+  z_stream stream{};
+  if (deflateInit2(&stream, Z_BEST_COMPRESSION, Z_DEFLATED, window_bits, 8, Z_DEFAULT_STRATEGY) !=
+      Z_OK) {
+    throw std::runtime_error("deflateInit2 failed");
+  }
+  std::string out(deflateBound(&stream, data.size()), '\0');
+  stream.next_in = reinterpret_cast<const Bytef*>(data.data());
+  stream.avail_in = static_cast<uInt>(data.size());
+  stream.next_out = reinterpret_cast<Bytef*>(out.data());
+  stream.avail_out = static_cast<uInt>(out.size());
+  const int rc = deflate(&stream, Z_FINISH);
+  out.resize(stream.total_out);
+  deflateEnd(&stream);
+  if (rc != Z_STREAM_END) throw std::runtime_error("deflate did not finish");
+  return out;
+}
+
+void Put(std::string* out, uint64_t value, int bytes) {
+  for (int i = 0; i < bytes; ++i) out->push_back(static_cast<char>(value >> (8 * i) & 0xFF));
+}
+
+}  // namespace
+
+std::string Gzip(const std::string& data) { return Compress(data, 15 + 16); }
+
+std::string Deflate(const std::string& data) { return Compress(data, -15); }
+
+std::string Zip(const std::vector<ZipEntry>& entries, bool zip64_end, const std::string& comment) {
+  std::string archive;
+  std::string directory;
+  for (const ZipEntry& e : entries) {
+    const std::string stored = e.deflate ? Deflate(e.data) : e.data;
+    const uint16_t method = e.method != 0 ? e.method : e.deflate ? 8 : 0;
+    uint32_t crc = crc32_z(0, reinterpret_cast<const Bytef*>(e.data.data()), e.data.size());
+    if (e.wrong_crc) crc ^= 1;
+    const uint16_t flags = e.encrypted ? 1 : 0;
+    const uint64_t offset = archive.size();
+    // Local header: what zipfile writes, sizes included.
+    Put(&archive, 0x04034b50, 4);
+    Put(&archive, 20, 2);
+    Put(&archive, flags, 2);
+    Put(&archive, method, 2);
+    Put(&archive, 0, 4);  // time and date
+    Put(&archive, crc, 4);
+    Put(&archive, stored.size(), 4);
+    Put(&archive, e.data.size(), 4);
+    Put(&archive, e.name.size(), 2);
+    Put(&archive, 0, 2);
+    archive += e.name + stored;
+    // Central directory entry.
+    std::string extra;
+    if (e.zip64) {
+      Put(&extra, 0x0001, 2);
+      Put(&extra, 24, 2);
+      Put(&extra, e.data.size(), 8);
+      Put(&extra, stored.size(), 8);
+      Put(&extra, offset, 8);
+    }
+    const uint64_t full = 0xFFFFFFFF;
+    Put(&directory, 0x02014b50, 4);
+    Put(&directory, 45, 2);
+    Put(&directory, 20, 2);
+    Put(&directory, flags, 2);
+    Put(&directory, method, 2);
+    Put(&directory, 0, 4);
+    Put(&directory, crc, 4);
+    Put(&directory, e.zip64 ? full : stored.size(), 4);
+    Put(&directory, e.zip64 ? full : e.data.size(), 4);
+    Put(&directory, e.name.size(), 2);
+    Put(&directory, extra.size(), 2);
+    Put(&directory, 0, 2);  // comment
+    Put(&directory, 0, 2);  // disk
+    Put(&directory, 0, 2);  // internal attributes
+    Put(&directory, 0, 4);  // external attributes
+    Put(&directory, e.zip64 ? full : offset, 4);
+    directory += e.name + extra;
+  }
+  const uint64_t directory_offset = archive.size();
+  archive += directory;
+  if (zip64_end) {
+    const uint64_t record = archive.size();
+    Put(&archive, 0x06064b50, 4);
+    Put(&archive, 44, 8);  // the record's size after this field
+    Put(&archive, 45, 2);
+    Put(&archive, 45, 2);
+    Put(&archive, 0, 4);
+    Put(&archive, 0, 4);
+    Put(&archive, entries.size(), 8);
+    Put(&archive, entries.size(), 8);
+    Put(&archive, directory.size(), 8);
+    Put(&archive, directory_offset, 8);
+    Put(&archive, 0x07064b50, 4);  // locator
+    Put(&archive, 0, 4);
+    Put(&archive, record, 8);
+    Put(&archive, 1, 4);
+  }
+  Put(&archive, 0x06054b50, 4);
+  Put(&archive, 0, 2);
+  Put(&archive, 0, 2);
+  Put(&archive, zip64_end ? 0xFFFF : entries.size(), 2);
+  Put(&archive, zip64_end ? 0xFFFF : entries.size(), 2);
+  Put(&archive, zip64_end ? 0xFFFFFFFF : directory.size(), 4);
+  Put(&archive, zip64_end ? 0xFFFFFFFF : directory_offset, 4);
+  Put(&archive, comment.size(), 2);
+  return archive + comment;
+}
+
+}  // namespace accumulus::testing
