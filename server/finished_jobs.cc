@@ -4,9 +4,15 @@
 
 namespace accumulus::server {
 
-void FinishedJobs::Add(const std::string& owner, const std::string& job_id) {
+void FinishedJobs::Add(const std::string& owner, const std::string& job_id, int64_t finished_ns) {
   if (!owner_of_.emplace(job_id, owner).second) return;  // held already
-  by_owner_[owner].push_back({added_++, job_id});
+  std::deque<Entry>& jobs = by_owner_[owner];
+  Entry entry{finished_ns, added_++, job_id};
+  // A job that finishes now is the newest: its place is found at once. Only
+  // jobs restored in submission order look further back.
+  auto at = jobs.end();
+  while (at != jobs.begin() && entry.FinishedBefore(*std::prev(at))) --at;
+  jobs.insert(at, std::move(entry));
 }
 
 void FinishedJobs::Remove(const std::string& job_id) {
@@ -38,7 +44,7 @@ std::vector<std::string> FinishedJobs::BeyondRetention(
     for (Cursor& c : owners) {
       if (c.left() == 0) continue;
       if (fullest == nullptr || c.left() > fullest->left() ||
-          (c.left() == fullest->left() && c.oldest().order < fullest->oldest().order)) {
+          (c.left() == fullest->left() && c.oldest().FinishedBefore(fullest->oldest()))) {
         fullest = &c;
       }
     }

@@ -11,7 +11,9 @@
 
 namespace accumulus::server {
 
-// Finished jobs by owner, each owner's in the order they finished. Beyond
+// Finished jobs by owner, each owner's in the order they finished (by their
+// finish time, so also when a restarted controller restores them in the
+// order they were submitted). Beyond
 // the retention the oldest job of the owner who holds the most goes first
 // (of owners holding as many, the one whose oldest finished first): one
 // owner's stream of short jobs pushes out its own history, never another
@@ -19,8 +21,10 @@ namespace accumulus::server {
 // A plain class: its caller (JobLifecycle) holds the job manager's lock.
 class FinishedJobs {
  public:
-  // `job_id` of `owner` finished (or was restored finished): the newest.
-  void Add(const std::string& owner, const std::string& job_id);
+  // `job_id` of `owner` finished (or was restored finished) at
+  // `finished_ns` (Unix time in nanoseconds; of jobs that finished at the
+  // same time, the one added first is the older).
+  void Add(const std::string& owner, const std::string& job_id, int64_t finished_ns);
   // `job_id` is finished no more (resumed), or deleted.
   void Remove(const std::string& job_id);
   int64_t size() const { return static_cast<int64_t>(owner_of_.size()); }
@@ -35,8 +39,14 @@ class FinishedJobs {
 
  private:
   struct Entry {
-    uint64_t order;  // when it was added, across owners
+    int64_t finished_ns;
+    uint64_t added;  // when it was added, across owners: the tie-break
     std::string job_id;
+
+    bool FinishedBefore(const Entry& other) const {
+      return finished_ns != other.finished_ns ? finished_ns < other.finished_ns
+                                              : added < other.added;
+    }
   };
 
   std::map<std::string, std::deque<Entry>> by_owner_;  // no owner holds none

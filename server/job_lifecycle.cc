@@ -1,5 +1,6 @@
 #include "server/job_lifecycle.h"
 
+#include <google/protobuf/util/time_util.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -84,7 +85,11 @@ JobRecord& JobLifecycle::Restore(JobStore::StoredJob stored) {
   record.log->Restore(std::move(stored.events), stored.last_sequence, IsTerminal(state));
   order_.insert(ListPosition::Of(record.job));
   last_submitted_ = std::max(last_submitted_, ListPosition::Of(record.job));
-  if (IsTerminal(state)) finished_.Add(record.job.owner(), id);
+  if (IsTerminal(state)) {
+    finished_.Add(
+        record.job.owner(), id,
+        google::protobuf::util::TimeUtil::TimestampToNanoseconds(record.job.finished_at()));
+  }
   if (state == v1::JOB_STATE_QUEUED) queue_.push_back(id);
   if (!record.job.request_id().empty()) {
     requests_[{record.job.owner(), record.job.request_id()}] = id;
@@ -216,8 +221,9 @@ void JobLifecycle::SetState(JobRecord* record, v1::JobState state, const std::st
   job.set_failure_class(ended_badly ? failure_class : v1::FAILURE_CLASS_UNSPECIFIED);
   const bool terminal = IsTerminal(state);
   if (terminal) {
-    finished_.Add(job.owner(), job.id());
     *job.mutable_finished_at() = Now();
+    finished_.Add(job.owner(), job.id(),
+                  google::protobuf::util::TimeUtil::TimestampToNanoseconds(job.finished_at()));
     reports_->DropPending(job.id());
     spdlog::info("job {} {}{}{}", job.id(), StateLabel(state), reason.empty() ? "" : ": ", reason);
   }

@@ -1256,6 +1256,32 @@ TEST_F(RecoveryTest, AWorkerMessageCompletesOnlyOnceItsEventsAreDurable) {
   EXPECT_EQ(jobs.Get(id)->steps_done(), 2);
 }
 
+// Jobs are restored in the order they were submitted; retention still
+// keeps the one that finished last.
+TEST_F(RecoveryTest, RetentionAfterARestartKeepsTheJobsThatFinishedLast) {
+  std::string long_job, short_job;
+  {
+    auto store = OpenStore();
+    JobManager before(&metrics_, &clock_, store.get());
+    std::vector<v1::ControllerMessage> inbox;
+    before.WorkerConnected(Worker("w1", 2), Inbox(&inbox));
+    long_job = before.Submit(SmallSpec(), kOwner)->id();
+    short_job = before.Submit(SmallSpec(), kOwner)->id();
+    before.RecordStatus("w1", Ended(short_job, v1::JOB_STATE_SUCCEEDED, ""));
+    before.RecordStatus("w1", Ended(long_job, v1::JOB_STATE_SUCCEEDED, ""));
+    before.Flush();
+  }
+  metrics::Registry registry;
+  ControllerMetrics metrics(&registry);
+  auto store = OpenStore();
+  JobManager after(&metrics, &clock_, store.get());
+  ASSERT_TRUE(after.Recover(std::chrono::milliseconds(0)).ok());
+  after.set_keep_finished(1);
+  after.Expire();
+  EXPECT_TRUE(after.Get(long_job).ok()) << "submitted first, finished last";
+  EXPECT_FALSE(after.Get(short_job).ok());
+}
+
 TEST_F(RecoveryTest, RanksOnAWorkerThatNeverReturnsAreLost) {
   std::string id;
   {
