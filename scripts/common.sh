@@ -88,7 +88,7 @@ install_python_tools() {
 # from proto/ as it is built, installed into a fresh virtual environment with
 # pytest and pandas (its optional extra), and its tests run against this
 # build's controller and worker on loopback.
-PYTHON_CLIENT_TEST_PACKAGES=("pytest==8.4.2" "pandas==2.3.3")
+PYTHON_CLIENT_TEST_PACKAGES=("pytest==8.4.2" "pandas==2.3.3" "grpcio-reflection==1.76.0")
 
 python_client_tests() {
   local venv="$BUILD_DIR/python-client" dist="$BUILD_DIR/python-dist"

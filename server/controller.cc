@@ -1,10 +1,14 @@
 #include "server/controller.h"
 
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/impl/server_builder_option.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <memory>
+#include <vector>
 
 #include "common/access_token.h"
 #include "common/mutex.h"
@@ -32,6 +36,28 @@ class HealthOnly final : public grpc::CallbackGenericService {
     };
     return new Refusal();
   }
+};
+
+// Whether one server serves the reflection service. Linking gRPC's
+// reflection library registers its plugin for every server the process
+// builds (a static initializer): the plaintext health port's too, and
+// whatever --no-reflection says. This option takes it out of one server's
+// plugins, or puts exactly one in.
+class ReflectionOption final : public grpc::ServerBuilderOption {
+ public:
+  explicit ReflectionOption(bool serve) : serve_(serve) {}
+  void UpdateArguments(grpc::ChannelArguments*) override {}
+  void UpdatePlugins(std::vector<std::unique_ptr<grpc::ServerBuilderPlugin>>* plugins) override {
+    auto reflection = std::make_unique<grpc::reflection::ProtoServerReflectionPlugin>();
+    const std::string name = reflection->name();
+    plugins->erase(std::remove_if(plugins->begin(), plugins->end(),
+                                  [&](const auto& p) { return p->name() == name; }),
+                   plugins->end());
+    if (serve_) plugins->push_back(std::move(reflection));
+  }
+
+ private:
+  bool serve_;
 };
 
 }  // namespace
@@ -93,6 +119,7 @@ StatusOr<std::unique_ptr<Controller>> Controller::Start(const ControllerOptions&
                             &c->health_port_);
     c->health_only_ = std::make_unique<HealthOnly>();
     health.RegisterCallbackGenericService(c->health_only_.get());
+    health.SetOption(std::make_unique<ReflectionOption>(/*serve=*/false));
     c->health_server_ = health.BuildAndStart();
     if (!c->health_server_ || c->health_port_ == 0) {
       return Status::Unavailable("cannot listen for gRPC health checks on " +
@@ -161,6 +188,7 @@ StatusOr<std::unique_ptr<Controller>> Controller::Start(const ControllerOptions&
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   builder.RegisterService(c->controller_service_.get());
   builder.RegisterService(c->worker_link_service_.get());
+  builder.SetOption(std::make_unique<ReflectionOption>(options.reflection));
   // Connections whose peer vanished (a powered-off node, a cut cable) are
   // closed, even when idle. The timeout is generous: on a busy connection
   // (a hundred watchers of a fast job) the ping and its ack queue behind

@@ -42,6 +42,11 @@ struct ControllerOptions {
   // A plaintext port that serves the standard gRPC health service alone (for
   // probes that cannot speak TLS: Kubernetes' gRPC probes); empty: none.
   std::string health_listen_address;
+  // The gRPC server reflection service (v1alpha, as grpcurl and Postman
+  // ask it) on the API port: the API's own description, for clients built
+  // without its protos. It needs no token: it tells what the published
+  // protos tell, never a job.
+  bool reflection = true;
   // /metrics listen host and port; port 0 picks a free one, -1 disables.
   std::string metrics_host = "0.0.0.0";
   int metrics_port = 7601;

@@ -38,6 +38,10 @@ int main(int argc, char** argv) {
   app.add_option("--health-listen", options.health_listen_address,
                  "a plaintext address that serves only the gRPC health service (for probes that "
                  "cannot speak TLS; default: none)");
+  app.add_flag("--reflection,!--no-reflection", options.reflection,
+               "serve gRPC server reflection on the API port (grpcurl list, describe): the API's "
+               "description, to any caller")
+      ->capture_default_str();
   app.add_option("--metrics-host", options.metrics_host, "host for the /metrics HTTP endpoint")
       ->capture_default_str();
   app.add_option("--metrics-port", options.metrics_port,

@@ -25,10 +25,13 @@ def _free_port():
 
 
 class Cluster:
-    """A controller and workers in `root`; stopped by stop()."""
+    """A controller (with `controller_args` besides the usual) and workers
+    in `root`; stopped by stop()."""
 
-    def __init__(self, root):
+    def __init__(self, root, controller_args=()):
         self.root = str(root)
+        self.controller_args = list(controller_args)
+        self.health_port = None
         self.tls = os.path.join(self.root, "tls")
         subprocess.run([os.path.join(BIN, "accumulus-make-dev-certs"), self.tls], check=True,
                        stdout=subprocess.DEVNULL)
@@ -64,13 +67,16 @@ class Cluster:
              "--data-dir", os.path.join(self.root, "controller"),
              "--tls-cert", os.path.join(self.tls, "controller.pem"),
              "--tls-key", os.path.join(self.tls, "controller-key.pem"),
-             "--worker-ca", self.ca_file, "--tokens-file", self.tokens_file],
+             "--worker-ca", self.ca_file, "--tokens-file", self.tokens_file,
+             *self.controller_args],
             stdout=subprocess.PIPE, stderr=log, text=True)
         line = self.controller.stdout.readline()
         match = re.search(r"grpc_port=(\d+)", line)
         if not match:
             raise RuntimeError("the controller did not start: " + self.log("controller.log"))
         self.port = int(match.group(1))
+        health = re.search(r"health_port=(\d+)", line)
+        self.health_port = int(health.group(1)) if health and health.group(1) != "0" else None
 
     def kill_controller(self):
         self.controller.send_signal(signal.SIGKILL)

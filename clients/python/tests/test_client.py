@@ -8,6 +8,7 @@ import pytest
 
 import accumulus
 from accumulus import job_pb2
+from conftest import Cluster
 
 SMALL = {
     "name": "py-small",
@@ -426,6 +427,63 @@ def test_a_frame_of_numbered_columns_without_its_index_trains_as_npy(cluster, tm
             "first_line or none settles it); 48 samples of 3 features; labels are class "
             "indices, 2 classes") in logs[0]
     assert not any(text.startswith("data.path") for text in logs[2]), "an array is not guessed at"
+
+
+def test_a_client_with_no_protos_calls_the_api_from_the_servers_own_description(cluster):
+    """grpcurl's way, in Python: the services, messages and fields from the
+    reflection service, then a call built from them alone."""
+    reflection = pytest.importorskip("grpc_reflection.v1alpha.proto_reflection_descriptor_database")
+    from google.protobuf import descriptor_pool, json_format, message_factory
+    with cluster.client() as c:
+        job_id = succeeded(c, small_mlp({"kind": "synthetic", "samples": 32, "features": 4},
+                                        lr=0.1, epochs=1, seed=2))
+        typed = c.get(job_id)
+    with open(cluster.ca_file, "rb") as f:
+        credentials = grpc.ssl_channel_credentials(f.read())
+    with grpc.secure_channel(cluster.address, credentials) as channel:
+        described = reflection.ProtoReflectionDescriptorDatabase(channel)
+        assert "accumulus.v1.Controller" in described.get_services()
+        pool = descriptor_pool.DescriptorPool(described)
+        method = pool.FindServiceByName("accumulus.v1.Controller").methods_by_name["GetJob"]
+        request = message_factory.GetMessageClass(method.input_type)
+        response = message_factory.GetMessageClass(method.output_type)
+        get_job = channel.unary_unary("/accumulus.v1.Controller/GetJob",
+                                      request_serializer=request.SerializeToString,
+                                      response_deserializer=response.FromString)
+        viewer = [("authorization", "Bearer " + cluster.tokens["viewer"])]
+        job = get_job(request(job_id=job_id), metadata=viewer)
+        assert json_format.MessageToDict(job) == json_format.MessageToDict(typed)
+        with pytest.raises(grpc.RpcError) as refused:
+            get_job(request(job_id=job_id))  # no token: the API still asks one
+        assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
+
+
+def test_reflection_is_off_on_the_health_port_and_with_no_reflection(tmp_path):
+    reflection = pytest.importorskip("grpc_reflection.v1alpha.proto_reflection_descriptor_database")
+
+    def services(channel):
+        try:
+            return set(reflection.ProtoReflectionDescriptorDatabase(channel).get_services())
+        except grpc.RpcError as e:
+            return e.code()
+
+    for args, served in ((["--health-listen", "127.0.0.1:0"], True), (["--no-reflection"], False)):
+        root = tmp_path / args[0].strip("-")
+        root.mkdir()
+        c = Cluster(root, controller_args=args)
+        try:
+            with open(c.ca_file, "rb") as f:
+                credentials = grpc.ssl_channel_credentials(f.read())
+            with grpc.secure_channel(c.address, credentials) as api:
+                found = services(api)
+            if served:
+                assert "accumulus.v1.Controller" in found
+                with grpc.insecure_channel(f"127.0.0.1:{c.health_port}") as health:
+                    assert services(health) == grpc.StatusCode.UNIMPLEMENTED
+            else:
+                assert found == grpc.StatusCode.UNIMPLEMENTED
+        finally:
+            assert c.stop() == {"controller": 0}
 
 
 def test_list_pages_through_every_job_with_the_servers_filters(cluster):
