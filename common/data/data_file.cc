@@ -35,6 +35,39 @@ std::string ListMembers(const ZipArchive& archive, const std::vector<const ZipMe
   return list;
 }
 
+// The member `choice` names, or the archive's one data member where it
+// names none; else an error that lists the data members.
+StatusOr<const ZipMember*> ChooseMember(const ZipArchive& archive, const std::string& field,
+                                        const std::string& path, const MemberChoice& choice) {
+  std::vector<const ZipMember*> data;
+  for (const ZipMember& m : archive.members()) {
+    if (!m.IsAside()) data.push_back(&m);
+  }
+  if (!choice.name.empty()) {
+    // The name as given first: an archive may hold both "x" and "x.npy".
+    for (const std::string& name : {choice.name, choice.name + choice.implied_suffix}) {
+      for (const ZipMember* m : data) {
+        if (m->name == name) return m;
+      }
+    }
+    return Status::InvalidArgument(
+        choice.field + " \"" + choice.name + "\" is not in " + field + " " + path +
+        (data.empty() ? ", an empty zip archive"
+                      : ", a zip archive of " + ListMembers(archive, data, choice)));
+  }
+  if (data.size() == 1) return data.front();
+  if (data.empty()) return Status::InvalidArgument(field + " " + path + ": an empty zip archive");
+  if (choice.field.empty()) {
+    return Status::InvalidArgument(field + " " + path + ": a zip archive of " +
+                                   std::to_string(data.size()) + " files (" +
+                                   ListMembers(archive, data, choice) +
+                                   "); a zip of one file is read: extract the one to use");
+  }
+  return Status::InvalidArgument(choice.field + " is required: " + field + " " + path +
+                                 " is a zip archive of " + std::to_string(data.size()) + " (" +
+                                 ListMembers(archive, data, choice) + "): name the one to read");
+}
+
 }  // namespace
 
 size_t DecompressionBudget() { return static_cast<size_t>(UsableMemoryBytes() / 2); }
@@ -68,47 +101,19 @@ StatusOr<std::unique_ptr<DataFile>> DataFile::Open(const std::string& field,
 
   StatusOr<ZipArchive> archive = ZipArchive::Parse(field, path, file->bytes_);
   if (!archive.ok()) return archive.status();
-  std::vector<const ZipMember*> data;
-  for (const ZipMember& m : archive->members()) {
-    if (!m.IsAside()) data.push_back(&m);
-  }
-  const ZipMember* chosen = nullptr;
-  if (!choice.name.empty()) {
-    for (const std::string& name : {choice.name, choice.name + choice.implied_suffix}) {
-      for (const ZipMember* m : data) {
-        if (chosen == nullptr && m->name == name) chosen = m;
-      }
-    }
-    if (chosen == nullptr) {
-      return Status::InvalidArgument(
-          choice.field + " \"" + choice.name + "\" is not in " + field + " " + path +
-          (data.empty() ? ", an empty zip archive"
-                        : ", a zip archive of " + ListMembers(*archive, data, choice)));
-    }
-  } else if (data.size() == 1) {
-    chosen = data.front();
-  } else if (data.empty()) {
-    return Status::InvalidArgument(field + " " + path + ": an empty zip archive");
-  } else if (choice.field.empty()) {
-    return Status::InvalidArgument(field + " " + path + ": a zip archive of " +
-                                   std::to_string(data.size()) + " files (" +
-                                   ListMembers(*archive, data, choice) +
-                                   "); a zip of one file is read: extract the one to use");
-  } else {
-    return Status::InvalidArgument(choice.field + " is required: " + field + " " + path +
-                                   " is a zip archive of " + std::to_string(data.size()) + " (" +
-                                   ListMembers(*archive, data, choice) + "): name the one to read");
-  }
+  StatusOr<const ZipMember*> chosen = ChooseMember(*archive, field, path, choice);
+  if (!chosen.ok()) return chosen.status();
+  const ZipMember& member = **chosen;
   StatusOr<std::string_view> content =
-      archive->Read(*chosen, DecompressionBudget(), &file->decompressed_);
+      archive->Read(member, DecompressionBudget(), &file->decompressed_);
   if (!content.ok()) return content.status();
   file->bytes_ = *content;
-  file->name_ = path + "[" + chosen->ShownName() + "]";
+  file->name_ = path + "[" + member.ShownName() + "]";
   file->reading_ =
-      "member " + chosen->ShownName() + " of a zip archive, " +
-      (chosen->method == 0 ? "stored: read in place"
-                           : "deflated, decompressed in memory: " + Bytes(file->bytes_.size()));
-  if (chosen->method != 0) file->mapped_.reset();
+      "member " + member.ShownName() + " of a zip archive, " +
+      (member.method == 0 ? "stored: read in place"
+                          : "deflated, decompressed in memory: " + Bytes(file->bytes_.size()));
+  if (member.method != 0) file->mapped_.reset();
   return file;
 }
 
