@@ -277,9 +277,11 @@ void DefaultData(v1::DataSpec* data, const v1::ModelSpec& model, uint64_t job_se
   if (data->kind() == v1::DATA_KIND_CSV && data->header() == v1::CSV_HEADER_UNSPECIFIED) {
     data->set_header(v1::CSV_HEADER_AUTO);
   }
-  // An array of the samples' .npz archive holds the labels.
-  if (data->kind() == v1::DATA_KIND_NPY && data->labels_path().empty() &&
-      !data->labels_array().empty()) {
+  // An array of the samples' .npz archive holds the labels; a safetensors
+  // file holds them beside the samples unless another is named.
+  if (data->labels_path().empty() &&
+      ((data->kind() == v1::DATA_KIND_NPY && !data->labels_array().empty()) ||
+       data->kind() == v1::DATA_KIND_SAFETENSORS)) {
     data->set_labels_path(data->path());
   }
   if (data->kind() == v1::DATA_KIND_TOKENS && data->task() == v1::DATA_TASK_UNSPECIFIED) {
@@ -380,15 +382,17 @@ void CheckLabelColumns(Violations* bad, const v1::DataSpec& data) {
   }
 }
 
-// data.array and data.labels_array: keys of .npz archives' arrays.
-void CheckNpzArrays(Violations* bad, const v1::DataSpec& data) {
+// data.array and data.labels_array: keys of .npz archives' arrays, names of
+// safetensors files' tensors.
+void CheckArrayNames(Violations* bad, const v1::DataSpec& data) {
   for (const auto& [field, key] : {std::pair{"data.array", &data.array()},
                                    std::pair{"data.labels_array", &data.labels_array()}}) {
-    CheckPrintable(bad, field, *key, kMaxPathBytes, "an array's key");
-    if (!key->empty() && !bad->Any("data.kind") && data.kind() != v1::DATA_KIND_NPY) {
+    CheckPrintable(bad, field, *key, kMaxPathBytes, "an array's name");
+    if (!key->empty() && !bad->Any("data.kind") && data.kind() != v1::DATA_KIND_NPY &&
+        data.kind() != v1::DATA_KIND_SAFETENSORS) {
       bad->Add(field, std::string(field) +
-                          " names an array of a .npz archive: it applies to "
-                          "data.kind \"npy\" only, not " +
+                          " names an array of a .npz archive or a safetensors file: it applies "
+                          "to data.kind \"npy\" and \"safetensors\" only, not " +
                           Quoted(data.kind()));
     }
   }
@@ -455,7 +459,7 @@ void CheckData(Violations* bad, const v1::DataSpec& data, const v1::ModelSpec& m
                                    "\"uint32\" has 0 to 4294967295)");
   }
   CheckLabelColumns(bad, data);
-  CheckNpzArrays(bad, data);
+  CheckArrayNames(bad, data);
 }
 
 void DefaultOptimizer(v1::OptimizerSpec* opt) {

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace accumulus {
@@ -18,5 +19,9 @@ size_t DecodeUtf8(std::string_view s, size_t i, uint32_t* code_point);
 // isolates that reorder text on display (U+061C, U+200E/F, U+202A–E,
 // U+2066–9): what a terminal obeys instead of showing.
 bool IsControlCodePoint(uint32_t code_point);
+
+// `code_point` (at most U+10FFFF, not a surrogate) appended to `out` as
+// UTF-8.
+void AppendUtf8(uint32_t code_point, std::string* out);
 
 }  // namespace accumulus

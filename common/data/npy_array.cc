@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "common/data/file_signature.h"
+#include "common/data/header_cursor.h"
 
 namespace accumulus::data {
 namespace {
@@ -13,24 +14,9 @@ constexpr std::string_view kMagic = "\x93NUMPY";
 
 // The header's dict literal, read from a cursor: only what numpy.save
 // writes — quoted keys and strings, True and False, tuples of whole numbers.
-class HeaderReader {
+class HeaderReader : public HeaderCursor {
  public:
-  HeaderReader(std::string_view text, size_t file_offset) : text_(text), base_(file_offset) {}
-
-  // Where the next token starts in the file.
-  size_t offset() {
-    SkipSpaces();
-    return base_ + at_;
-  }
-
-  bool Consume(char c) {
-    SkipSpaces();
-    if (at_ < text_.size() && text_[at_] == c) {
-      ++at_;
-      return true;
-    }
-    return false;
-  }
+  using HeaderCursor::HeaderCursor;
 
   // '...' or "..." without escapes.
   std::optional<std::string> String() {
@@ -77,21 +63,6 @@ class HeaderReader {
     }
     return values;
   }
-
-  bool AtEnd() {
-    SkipSpaces();
-    return at_ == text_.size();
-  }
-
- private:
-  void SkipSpaces() {
-    while (at_ < text_.size() && (text_[at_] == ' ' || text_[at_] == '\n' || text_[at_] == '\t'))
-      ++at_;
-  }
-
-  std::string_view text_;
-  size_t base_;
-  size_t at_ = 0;
 };
 
 // A dtype string: a byte order ('<', '>', '|' or '=', native, which is

@@ -38,6 +38,7 @@ size_t ElementSize(ElementType type) {
     case ElementType::kUint16:
     case ElementType::kInt16:
     case ElementType::kFloat16:
+    case ElementType::kBFloat16:
       return 2;
     case ElementType::kUint32:
     case ElementType::kInt32:
@@ -73,6 +74,8 @@ std::string ElementTypeName(ElementType type) {
       return "int64";
     case ElementType::kFloat16:
       return "float16";
+    case ElementType::kBFloat16:
+      return "bfloat16";
     case ElementType::kFloat32:
       return "float32";
     case ElementType::kFloat64:
@@ -82,8 +85,8 @@ std::string ElementTypeName(ElementType type) {
 }
 
 bool IsFloatingPoint(ElementType type) {
-  return type == ElementType::kFloat16 || type == ElementType::kFloat32 ||
-         type == ElementType::kFloat64;
+  return type == ElementType::kFloat16 || type == ElementType::kBFloat16 ||
+         type == ElementType::kFloat32 || type == ElementType::kFloat64;
 }
 
 double NumericArray::operator[](int64_t i) const {
@@ -107,6 +110,12 @@ double NumericArray::operator[](int64_t i) const {
       return static_cast<double>(static_cast<int64_t>(bits));
     case ElementType::kFloat16:
       return HalfToDouble(static_cast<uint16_t>(bits));
+    case ElementType::kBFloat16: {
+      const auto word = static_cast<uint32_t>(bits << 16);
+      float value;
+      std::memcpy(&value, &word, sizeof value);
+      return value;
+    }
     case ElementType::kFloat32: {
       const auto word = static_cast<uint32_t>(bits);
       float value;

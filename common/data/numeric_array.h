@@ -1,5 +1,5 @@
 // An n-dimensional array of numbers as a data file stores it (IDX, NumPy's
-// .npy), read in place: the element type, the byte order and the layout say
+// .npy, safetensors), read in place: the element type, the byte order and the layout say
 // how to read element i. What the IDX and .npy readers share.
 #pragma once
 
@@ -23,6 +23,7 @@ enum class ElementType {
   kUint64,
   kInt64,
   kFloat16,
+  kBFloat16,  // safetensors' BF16: a float32's upper half
   kFloat32,
   kFloat64,
 };

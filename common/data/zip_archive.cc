@@ -7,6 +7,7 @@
 
 #include "common/data/inflate.h"
 #include "common/data/numeric_array.h"
+#include "common/data/shown_name.h"
 
 namespace accumulus::data {
 namespace {
@@ -62,16 +63,7 @@ bool ZipMember::IsAside() const {
   return (!name.empty() && name.back() == '/') || name.rfind("__MACOSX/", 0) == 0;
 }
 
-std::string ZipMember::ShownName() const {
-  constexpr size_t kMostShown = 200;
-  std::string shown;
-  for (char c : std::string_view(name).substr(0, kMostShown)) {
-    const auto u = static_cast<unsigned char>(c);
-    shown += u >= 0x20 && u != 0x7F ? c : '?';
-  }
-  if (name.size() > kMostShown) shown += "...";
-  return shown;
-}
+std::string ZipMember::ShownName() const { return data::ShownName(name); }
 
 bool ZipArchive::Is(std::string_view bytes) {
   return bytes.substr(0, 4) == kLocalHeader || bytes.substr(0, 4) == kEndRecord;

@@ -26,9 +26,7 @@ struct ZipMember {
   // A directory, or what macOS's Finder adds beside each file
   // ("__MACOSX/._a.csv"): not data.
   bool IsAside() const;
-  // The name for a message: the archive's names are its content and may
-  // hold anything; control characters are shown as '?', and a long name
-  // cut.
+  // The name for a message (common/data/shown_name.h).
   std::string ShownName() const;
 };
 

@@ -1,5 +1,5 @@
 """Writes .npy files as NumPy writes them, for accumulus's reader to read
-back (tests/crosscheck/numpy_files_test.cc): every numeric dtype, both byte
+back (tests/crosscheck/array_files_test.cc): every numeric dtype, both byte
 orders, C and Fortran order, images and regression targets.
 
   numpy_files.py DIR

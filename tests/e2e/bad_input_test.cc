@@ -668,6 +668,14 @@ std::string Npy(const std::string& header, const std::string& data) {
          data;
 }
 
+// A safetensors file: the header's length (little-endian), the header, the
+// data.
+std::string Safetensors(const std::string& header, const std::string& data) {
+  std::string out;
+  for (int i = 0; i < 8; ++i) out += static_cast<char>(header.size() >> (8 * i) & 0xFF);
+  return out + header + data;
+}
+
 std::string Replace(std::string text, const std::string& path) {
   for (size_t at; (at = text.find("FILE")) != std::string::npos;) text.replace(at, 4, path);
   return text;
@@ -764,6 +772,14 @@ INSTANTIATE_TEST_SUITE_P(
             kMlp,
             {"data.array is required: data.path FILE is a zip archive of 2 (x_train.npy "
              "(uint8 (2, 4)), y_train.npy (uint8 (2,))): name the one to read"}},
+        DataCase{"Fp8Safetensors",
+                 "fp8.safetensors",
+                 Safetensors(R"({"x": {"dtype": "F8_E4M3", "shape": [7], "data_offsets": [0, 7]}})",
+                             "hunter2"),
+                 "{kind: safetensors, path: FILE, array: x, labels_array: x}",
+                 kMlp,
+                 {"data.path FILE: at byte 24: expected a dtype of numbers: BOOL, U8, I8, U16, "
+                  "I16, U32, I32, U64, I64, F16, BF16, F32 or F64; found \"F8_E4M3\""}},
         DataCase{
             "SoftLabelsNpy",
             "soft.npy",

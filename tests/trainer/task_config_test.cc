@@ -143,6 +143,24 @@ epochs: 1
        LrScheduleKind::kConstant,
        {{"data.kind", "npy"}}},
       {R"(
+model: {kind: mlp, hidden: [8]}
+data: {kind: safetensors, path: /data/d.safetensors, array: x, labels_array: y}
+micro_batch: 8
+accumulation_steps: 2
+optimizer: {lr: 0.1}
+epochs: 1
+)",
+       ModelKind::kMlp,
+       true,
+       LossChoice::kByTask,
+       DataKind::kSafetensors,
+       DataTask::kClassification,
+       TokenDtype::kUint8,
+       TokenLayout::kDocuments,
+       OptimizerKind::kSgd,
+       LrScheduleKind::kConstant,
+       {{"data.kind", "safetensors"}}},
+      {R"(
 model: {kind: cnn, hidden: [4], norm: batch}
 data: {task: image_classification, samples: 64, channels: 1, image_size: 8, outputs: 3}
 micro_batch: 8

@@ -333,14 +333,14 @@ INSTANTIATE_TEST_SUITE_P(
                  "data.labels_path is required for data.kind \"idx\""},
         BadField{"ArrayOfAnIdxFile",
                  "data: {kind: idx, path: x.idx, labels_path: y.idx, array: x_train}",
-                 "data.array names an array of a .npz archive: it applies to data.kind \"npy\" "
-                 "only, not \"idx\""},
+                 "data.array names an array of a .npz archive or a safetensors file: it applies "
+                 "to data.kind \"npy\" and \"safetensors\" only, not \"idx\""},
         BadField{"LabelsArrayOfACsv", "data: {kind: csv, path: t.csv, labels_array: y}",
-                 "data.labels_array names an array of a .npz archive: it applies to data.kind "
-                 "\"npy\" only, not \"csv\""},
+                 "data.labels_array names an array of a .npz archive or a safetensors file: it "
+                 "applies to data.kind \"npy\" and \"safetensors\" only, not \"csv\""},
         BadField{"ArrayWithANewline",
                  "data: {kind: npy, path: d.npz, array: \"x\\ny\", labels_array: y}",
-                 "data.array: character 2 (U+000A) is a control character; an array's key is "
+                 "data.array: character 2 (U+000A) is a control character; an array's name is "
                  "printable text"},
         BadField{"Classes", "data: {outputs: 1}",
                  "data.outputs 1 must be at least 2 classes for classification"},
@@ -412,9 +412,10 @@ TEST(NormalizeJobSpec, RegressionOutputsOfAFileAreTheFiles) {
   EXPECT_EQ(spec->data().outputs(), 1);
 }
 
-// Labels named by an array and no file are in the samples' archive; a file
-// named for them is theirs.
-TEST(NormalizeJobSpec, LabelsOfANpzArchiveAreInTheSamplesArchiveUnlessNamedElsewhere) {
+// Labels named by an array and no file are in the samples' .npz archive, a
+// safetensors file's labels in the samples' file; a file named for them is
+// theirs.
+TEST(NormalizeJobSpec, LabelsBesideTheSamplesAreInTheSamplesFileUnlessNamedElsewhere) {
   const auto normalized = [](const std::string& data) {
     return NormalizeJobSpec(Parse("model: {kind: mlp}\ndata: " + data +
                                   "\nmicro_batch: 8\naccumulation_steps: 1\noptimizer: {lr: "
@@ -430,6 +431,12 @@ TEST(NormalizeJobSpec, LabelsOfANpzArchiveAreInTheSamplesArchiveUnlessNamedElsew
       normalized("{kind: npy, path: x.npz, labels_path: y.npz, labels_array: y}");
   ASSERT_TRUE(other.ok()) << other.status().ToString();
   EXPECT_EQ(other->data().labels_path(), "y.npz");
+  const StatusOr<v1::JobSpec> tensors =
+      normalized("{kind: safetensors, path: d.safetensors, array: x, labels_array: y}");
+  ASSERT_TRUE(tensors.ok()) << tensors.status().ToString();
+  EXPECT_EQ(tensors->data().labels_path(), "d.safetensors") << "a safetensors file's own labels";
+  const StatusOr<v1::JobSpec> npy = normalized("{kind: npy, path: x.npy}");
+  EXPECT_FALSE(npy.ok()) << "a .npy file holds no labels beside its samples";
 }
 
 // A CSV file's header is told from its line unless the spec settles it;

@@ -93,6 +93,8 @@ StatusOr<std::unique_ptr<Dataset>> MakeDataset(const DataConfig& config) {
       return LoadNpyDataset(config);
     case DataKind::kTokens:
       return LoadTokenDataset(config);
+    case DataKind::kSafetensors:
+      return LoadSafetensorsDataset(config);
   }
   return Status::Internal("data.kind: unknown value " +
                           std::to_string(static_cast<int>(config.kind)));

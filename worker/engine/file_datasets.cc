@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -11,6 +12,8 @@
 #include "common/data/idx_array.h"
 #include "common/data/npy_array.h"
 #include "common/data/numeric_array.h"
+#include "common/data/safetensors_file.h"
+#include "common/data/shown_name.h"
 #include "common/data/token_samples.h"
 
 namespace accumulus::engine {
@@ -50,6 +53,8 @@ std::optional<torch::ScalarType> StoredAs(const data::NumericArray& array) {
       return torch::kInt64;
     case data::ElementType::kFloat16:
       return torch::kHalf;
+    case data::ElementType::kBFloat16:
+      return torch::kBFloat16;
     case data::ElementType::kFloat32:
       return torch::kFloat32;
     case data::ElementType::kFloat64:
@@ -83,27 +88,62 @@ torch::Tensor ArrayTensor(const data::NumericArray& array, torch::ScalarType dty
   return values.reshape(reversed).permute(back).contiguous();
 }
 
-// Samples and labels (or targets) from two array files of one format,
-// parsed where they are mapped (or decompressed): the tensors are the only
-// copy. `samples_member` and `labels_member` choose the arrays of
-// archives.
-StatusOr<std::unique_ptr<Dataset>> LoadArrayDataset(const DataConfig& config,
-                                                    data::ArrayParser parse,
-                                                    const data::MemberChoice& samples_member,
-                                                    const data::MemberChoice& labels_member) {
-  StatusOr<std::unique_ptr<data::DataFile>> sample_file =
-      data::DataFile::Open("data.path", config.path, samples_member);
-  if (!sample_file.ok()) return sample_file.status();
-  StatusOr<std::unique_ptr<data::DataFile>> label_file =
-      data::DataFile::Open("data.labels_path", config.labels_path, labels_member);
-  if (!label_file.ok()) return label_file.status();
-  const std::string& samples_name = (*sample_file)->name();
-  const std::string& labels_name = (*label_file)->name();
-  StatusOr<data::NumericArray> samples = parse("data.path", samples_name, (*sample_file)->bytes());
-  if (!samples.ok()) return samples.status();
-  StatusOr<data::NumericArray> labels =
-      parse("data.labels_path", labels_name, (*label_file)->bytes());
-  if (!labels.ok()) return labels.status();
+// An array and the file whose bytes it points into.
+struct FileArray {
+  std::unique_ptr<data::DataFile> file;
+  data::NumericArray array;
+  std::string name;     // as errors name it: the file's, with the tensor's
+  std::string reading;  // for the job's log: FileReading
+};
+
+// The array a whole file (IDX, .npy) or an archive's member holds.
+StatusOr<FileArray> ReadArrayFile(const std::string& field, const std::string& path,
+                                  data::ArrayParser parse, const data::MemberChoice& member) {
+  StatusOr<std::unique_ptr<data::DataFile>> file = data::DataFile::Open(field, path, member);
+  if (!file.ok()) return file.status();
+  FileArray read;
+  read.name = (*file)->name();
+  read.reading = FileReading(field, path, **file);
+  StatusOr<data::NumericArray> array = parse(field, read.name, (*file)->bytes());
+  if (!array.ok()) return array.status();
+  read.array = std::move(*array);
+  read.file = std::move(*file);
+  return read;
+}
+
+// The tensor `key` (the spec's `key_field`) of a safetensors file.
+StatusOr<FileArray> ReadSafetensor(const std::string& field, const std::string& path,
+                                   const std::string& key_field, const std::string& key) {
+  StatusOr<std::unique_ptr<data::DataFile>> file = data::DataFile::Open(field, path);
+  if (!file.ok()) return file.status();
+  StatusOr<data::SafetensorsFile> tensors =
+      data::SafetensorsFile::Parse(field, (*file)->name(), (*file)->bytes());
+  if (!tensors.ok()) return tensors.status();
+  StatusOr<data::NumericArray> array = tensors->Array(key_field, key);
+  if (!array.ok()) return array.status();
+  FileArray read;
+  read.name = (*file)->name() + "[" +
+              data::ShownName(key.empty() ? tensors->tensors().front().name : key) + "]";
+  read.reading = FileReading(field, path, **file);
+  read.array = std::move(*array);
+  read.file = std::move(*file);
+  return read;
+}
+
+// Samples and labels (or targets) from arrays read where they lie in their
+// files (mapped, or decompressed): the tensors are the only copy. The
+// samples' file is read first, so that its error comes first.
+StatusOr<std::unique_ptr<Dataset>> ArrayDataset(
+    const DataConfig& config, const std::function<StatusOr<FileArray>()>& read_samples,
+    const std::function<StatusOr<FileArray>()>& read_labels) {
+  StatusOr<FileArray> samples_read = read_samples();
+  if (!samples_read.ok()) return samples_read.status();
+  StatusOr<FileArray> labels_read = read_labels();
+  if (!labels_read.ok()) return labels_read.status();
+  const std::string& samples_name = samples_read->name;
+  const std::string& labels_name = labels_read->name;
+  const data::NumericArray* samples = &samples_read->array;
+  const data::NumericArray* labels = &labels_read->array;
   const int64_t n = samples->dims[0];
   if (samples->count == 0) {
     return Status::InvalidArgument("data.path " + samples_name + ": " +
@@ -146,10 +186,8 @@ StatusOr<std::unique_ptr<Dataset>> LoadArrayDataset(const DataConfig& config,
     shape.channels = sizes[1];
     shape.image_size = sizes[2];
   }
-  const std::string reading =
-      Joined(FileReading("data.path", config.path, **sample_file),
-             FileReading("data.labels_path", config.labels_path, **label_file));
-  return std::unique_ptr<Dataset>(new TensorDataset(inputs, targets, shape, reading));
+  return std::unique_ptr<Dataset>(new TensorDataset(
+      inputs, targets, shape, Joined(samples_read->reading, labels_read->reading)));
 }
 
 // An array of a .npz archive, chosen by `field`'s key.
@@ -218,12 +256,31 @@ StatusOr<std::unique_ptr<Dataset>> LoadCsvDataset(const DataConfig& config) {
 }
 
 StatusOr<std::unique_ptr<Dataset>> LoadIdxDataset(const DataConfig& config) {
-  return LoadArrayDataset(config, &data::ParseIdx, {}, {});
+  return ArrayDataset(
+      config, [&] { return ReadArrayFile("data.path", config.path, &data::ParseIdx, {}); },
+      [&] { return ReadArrayFile("data.labels_path", config.labels_path, &data::ParseIdx, {}); });
 }
 
 StatusOr<std::unique_ptr<Dataset>> LoadNpyDataset(const DataConfig& config) {
-  return LoadArrayDataset(config, &data::ParseNpy, NpzArray("data.array", config.array),
-                          NpzArray("data.labels_array", config.labels_array));
+  return ArrayDataset(
+      config,
+      [&] {
+        return ReadArrayFile("data.path", config.path, &data::ParseNpy,
+                             NpzArray("data.array", config.array));
+      },
+      [&] {
+        return ReadArrayFile("data.labels_path", config.labels_path, &data::ParseNpy,
+                             NpzArray("data.labels_array", config.labels_array));
+      });
+}
+
+StatusOr<std::unique_ptr<Dataset>> LoadSafetensorsDataset(const DataConfig& config) {
+  return ArrayDataset(
+      config, [&] { return ReadSafetensor("data.path", config.path, "data.array", config.array); },
+      [&] {
+        return ReadSafetensor("data.labels_path", config.labels_path, "data.labels_array",
+                              config.labels_array);
+      });
 }
 
 namespace {

@@ -34,6 +34,12 @@ StatusOr<std::unique_ptr<Dataset>> LoadCsvDataset(const DataConfig& config);
 StatusOr<std::unique_ptr<Dataset>> LoadIdxDataset(const DataConfig& config);
 StatusOr<std::unique_ptr<Dataset>> LoadNpyDataset(const DataConfig& config);
 
+// Hugging Face's safetensors files (common/data/safetensors_file.h): the
+// samples are config.path's tensor config.array, the labels (or targets)
+// config.labels_path's tensor config.labels_array (each: the file's one
+// tensor where unnamed), read as IDX and .npy arrays are; BF16 too.
+StatusOr<std::unique_ptr<Dataset>> LoadSafetensorsDataset(const DataConfig& config);
+
 // Token files: a flat array of little-endian uint8, uint16 or uint32 token
 // ids (the vocabulary: every id of uint8 and uint16; the largest uint32 id
 // in the file + 1).

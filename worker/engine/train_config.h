@@ -69,6 +69,8 @@ enum class DataKind {
   kNpy,
   // A flat file of token ids.
   kTokens,
+  // Hugging Face safetensors files: features or images, and labels.
+  kSafetensors,
 };
 
 enum class DataTask {
@@ -98,7 +100,8 @@ struct DataConfig {
   std::string path;
   std::string labels_path;
   // npy: the arrays of .npz archives (path's and labels_path's) to read, by
-  // numpy.load's keys; empty: an archive's one array.
+  // numpy.load's keys; safetensors: the tensors, by name. Empty: a file's
+  // one array.
   std::string array;
   std::string labels_array;
   // csv: the label column, by header name or 0-based index (negative counts

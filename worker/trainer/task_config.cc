@@ -76,7 +76,8 @@ StatusOr<engine::TrainConfig> ToTrainConfig(const v1::TrainerTask& task) {
        {v1::DATA_KIND_CSV, engine::DataKind::kCsv},
        {v1::DATA_KIND_IDX, engine::DataKind::kIdx},
        {v1::DATA_KIND_NPY, engine::DataKind::kNpy},
-       {v1::DATA_KIND_TOKENS, engine::DataKind::kTokens}},
+       {v1::DATA_KIND_TOKENS, engine::DataKind::kTokens},
+       {v1::DATA_KIND_SAFETENSORS, engine::DataKind::kSafetensors}},
       &c.data.kind);
   enums.Map<v1::DataTask, engine::DataTask>(
       "data.task", spec.data().task(),

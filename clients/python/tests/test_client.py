@@ -346,6 +346,29 @@ def test_npz_archives_and_gzip_files_train_as_the_arrays_they_hold(cluster, tmp_
             "y_test.npy (int64 (4,))): name the one to read" % archive) in unnamed.reason
 
 
+def test_a_safetensors_file_trains_as_the_arrays_it_holds(cluster, tmp_path):
+    np = pytest.importorskip("numpy")
+    safetensors = pytest.importorskip("safetensors.numpy")
+    x, y = three_classes(np, tmp_path, seed=9)
+    path = str(tmp_path / "d.safetensors")
+    safetensors.save_file({"features": x, "labels": y}, path, metadata={"source": "test"})
+
+    def job(**data):
+        return small_mlp(data, lr=0.2, epochs=2, seed=4)
+
+    with cluster.client() as c:
+        plain = losses_of(c, job(kind="npy", path=str(tmp_path / "x.npy"),
+                                 labels_path=str(tmp_path / "y.npy")))
+        tensors = losses_of(c, job(kind="safetensors", path=path, array="features",
+                                   labels_array="labels"))
+        unnamed = c.wait(c.submit(job(kind="safetensors", path=path)).id)
+    assert len(plain) == 6
+    assert plain == tensors
+    assert unnamed.state == job_pb2.JOB_STATE_FAILED
+    assert ("data.array is required: data.path %s holds 2 tensors (features (float32 (48, 3)), "
+            "labels (int64 (48,))): name the one to read" % path) in unnamed.reason
+
+
 def test_several_targets_train_alike_from_a_pandas_csv_and_from_npy(cluster, tmp_path):
     np = pytest.importorskip("numpy")
     pandas = pytest.importorskip("pandas")
