@@ -1,6 +1,7 @@
 #include "common/data/file_signature.h"
 
 #include <array>
+#include <cstdint>
 
 namespace accumulus::data {
 
@@ -36,6 +37,19 @@ std::string FileSignatureHint(std::string_view bytes) {
   if (bytes.size() >= 10 && bytes.substr(0, 3) == "BZh" && bytes[3] >= '1' && bytes[3] <= '9' &&
       (bytes.substr(4, 6) == "1AY&SY" || bytes.substr(4, 6) == "\x17\x72\x45\x38\x50\x90"sv)) {
     return "the file is bzip2-compressed: decompress it first (bunzip2)";
+  }
+  // The other formats read, where a job names the wrong kind: .npy's magic;
+  // a safetensors file's header length (which must fit the file), then its
+  // JSON object's first key.
+  if (bytes.substr(0, 6) == "\x93NUMPY") {
+    return "the file is a NumPy .npy file: data.kind \"npy\" reads it";
+  }
+  if (bytes.size() >= 10 && bytes[8] == '{' && bytes[9] == '"') {
+    uint64_t header = 0;
+    for (size_t i = 8; i-- > 0;) header = header << 8 | static_cast<uint8_t>(bytes[i]);
+    if (header <= bytes.size() - 8) {
+      return "the file is a safetensors file: data.kind \"safetensors\" reads it";
+    }
   }
   // Pickle protocols 2 to 5 begin with PROTO and the protocol's number.
   if (bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x80 && bytes[1] >= 2 &&

@@ -1,9 +1,10 @@
 // Data that is not what its reader takes but something that wraps or
 // encodes it: compressed by a tool whose format is not read (bzip2, xz,
 // zstd, 7-Zip), compressed or archived once more inside a gzip file or a
-// zip archive (which common/data/data_file.h opens), a pickle, UTF-16 text
-// as Excel saves "Unicode Text". An error should say which it got, and what
-// to do, not only that the first bytes are wrong.
+// zip archive (which common/data/data_file.h opens), a .npy or safetensors
+// file given as another kind, a pickle, UTF-16 text as Excel saves "Unicode
+// Text". An error should say which it got, and what to do, not only that
+// the first bytes are wrong.
 #pragma once
 
 #include <string>

@@ -252,11 +252,21 @@ TEST(DataFormats, ACompressedOrArchivedFileIsNamedAsSuch) {
                 message.find("; the data is ") != std::string::npos)
         << message;
   }
-  // Text, and the formats' own magic, are no such thing.
+  // The other kinds' files, given as this one: named, with the kind.
+  const std::string npy("\x93NUMPY\x01\x00v\x00{", 11);
+  EXPECT_EQ(ParseIdx("data.path", "x.npy", npy).status().message(),
+            "data.path x.npy: at byte 0: expected two zero bytes (the IDX magic number); the file "
+            "is a NumPy .npy file: data.kind \"npy\" reads it");
+  const std::string tensors = std::string("\x02\0\0\0\0\0\0\0", 8) + "{\"";
+  EXPECT_EQ(ParseNpy("data.path", "d.safetensors", tensors).status().message(),
+            "data.path d.safetensors: at byte 0: expected the .npy magic string \\x93NUMPY; the "
+            "file is a safetensors file: data.kind \"safetensors\" reads it");
+  EXPECT_EQ(FileSignatureHint(std::string("\xFF\0\0\0\0\0\0\0{\"", 10)), "")
+      << "a header longer than the file is no safetensors file's";
+  // Text, and IDX's magic, are no such thing.
   for (const std::string& plain :
-       {std::string("1,2,0\n"), std::string("\x93NUMPY"), std::string("\0\0\x08\x01", 4),
-        std::string("\x80\x01"), std::string("B"), std::string("BZh9 count,y\n1,0\n"),
-        std::string()}) {
+       {std::string("1,2,0\n"), std::string("\0\0\x08\x01", 4), std::string("\x80\x01"),
+        std::string("B"), std::string("BZh9 count,y\n1,0\n"), std::string()}) {
     EXPECT_EQ(FileSignatureHint(plain), "") << plain;
   }
 }

@@ -118,19 +118,19 @@ TEST(Safetensors, DamagedHeadersAreRefusedAtTheirByte) {
     ASSERT_FALSE(parsed.ok()) << c.header;
     EXPECT_EQ(parsed.status().message(), "data.path t.safetensors: " + c.message) << c.header;
   }
-  // A range whose length is not the shape's, and a NaN: the tensor's.
-  const auto short_range = SafetensorsFile::Parse(
-      "data.path", "t.safetensors",
-      Safetensors(R"({"t": {"dtype": "F32", "shape": [3], "data_offsets": [0, 8]}})",
-                  Floats({1, 2})));
+  // A range whose length is not the shape's, and a NaN: the tensor's. (The
+  // files outlive their parses, whose arrays point into them.)
+  const std::string short_file = Safetensors(
+      R"({"t": {"dtype": "F32", "shape": [3], "data_offsets": [0, 8]}})", Floats({1, 2}));
+  const auto short_range = SafetensorsFile::Parse("data.path", "t.safetensors", short_file);
   ASSERT_TRUE(short_range.ok());
   EXPECT_EQ(short_range->Array("data.array", "t").status().message(),
             "data.path t.safetensors[t]: at byte 69: expected 12 data bytes for dimensions of the "
             "header, found 8");
-  const auto nan = SafetensorsFile::Parse(
-      "data.path", "t.safetensors",
+  const std::string nan_file =
       Safetensors(R"({"t": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}})",
-                  Floats({1, std::nanf("")})));
+                  Floats({1, std::nanf("")}));
+  const auto nan = SafetensorsFile::Parse("data.path", "t.safetensors", nan_file);
   ASSERT_TRUE(nan.ok());
   EXPECT_NE(nan->Array("data.array", "t").status().message().find("finite"), std::string::npos);
 }
@@ -140,7 +140,8 @@ TEST(Safetensors, OtherFilesAreNamedAsSuch) {
                 .status()
                 .message(),
             "data.path x.npy: at byte 0: expected a safetensors file: an 8-byte header length, "
-            "then that many bytes of JSON beginning with '{'");
+            "then that many bytes of JSON beginning with '{'; the file is a NumPy .npy file: "
+            "data.kind \"npy\" reads it");
   EXPECT_EQ(SafetensorsFile::Parse("data.path", "x", "abc").status().message(),
             "data.path x: at byte 0: expected an 8-byte header length (a safetensors file)");
   // A header of no bytes (found by fuzz_safetensors: its first byte was
