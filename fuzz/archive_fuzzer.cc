@@ -37,8 +37,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const auto content = archive->Read(member, kBudget, &inflated);
     if (content.ok()) {
       FUZZ_CHECK(content->size() == member.size);
-      FUZZ_CHECK(member.method == 0 || member.method == 8);
-      if (member.method == 0) {
+      FUZZ_CHECK(member.method == ZipMember::kStored || member.method == ZipMember::kDeflated);
+      if (member.method == ZipMember::kStored) {
         FUZZ_CHECK(content->data() >= bytes.data() &&
                    content->data() + content->size() <= bytes.data() + bytes.size());
       }

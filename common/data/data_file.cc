@@ -4,13 +4,12 @@
 
 #include "common/cgroup_limits.h"
 #include "common/data/inflate.h"
+#include "common/data/shown_name.h"
 #include "common/data/zip_archive.h"
 
 namespace accumulus::data {
 namespace {
 
-// The members a list in an error shows; the rest are counted.
-constexpr size_t kMembersShown = 12;
 // The bytes of a member that `describe` sees.
 constexpr size_t kHeadBytes = 4096;
 
@@ -20,19 +19,15 @@ std::string Bytes(size_t n) { return std::to_string(n) + " bytes"; }
 // the archive's data members, for an error that asks for one of them.
 std::string ListMembers(const ZipArchive& archive, const std::vector<const ZipMember*>& members,
                         const MemberChoice& choice) {
-  std::string list;
-  for (size_t i = 0; i < members.size() && i < kMembersShown; ++i) {
-    if (i > 0) list += ", ";
-    list += members[i]->ShownName();
-    if (!choice.describe) continue;
+  std::vector<std::string> described;
+  for (size_t i = 0; i < members.size(); ++i) {
+    described.push_back(members[i]->ShownName());
+    if (!choice.describe || i >= kMostListed) continue;  // only the shown are looked into
     StatusOr<std::string> head = archive.Peek(*members[i], kHeadBytes);
     const std::string what = head.ok() ? choice.describe(*head) : "";
-    if (!what.empty()) list += " (" + what + ")";
+    if (!what.empty()) described.back() += " (" + what + ")";
   }
-  if (members.size() > kMembersShown) {
-    list += " and " + std::to_string(members.size() - kMembersShown) + " more";
-  }
-  return list;
+  return ShownList(described);
 }
 
 // The member `choice` names, or the archive's one data member where it
@@ -109,11 +104,11 @@ StatusOr<std::unique_ptr<DataFile>> DataFile::Open(const std::string& field,
   if (!content.ok()) return content.status();
   file->bytes_ = *content;
   file->name_ = path + "[" + member.ShownName() + "]";
-  file->reading_ =
-      "member " + member.ShownName() + " of a zip archive, " +
-      (member.method == 0 ? "stored: read in place"
-                          : "deflated, decompressed in memory: " + Bytes(file->bytes_.size()));
-  if (member.method != 0) file->mapped_.reset();
+  file->reading_ = "member " + member.ShownName() + " of a zip archive, " +
+                   (member.method == ZipMember::kStored
+                        ? "stored: read in place"
+                        : "deflated, decompressed in memory: " + Bytes(file->bytes_.size()));
+  if (member.method != ZipMember::kStored) file->mapped_.reset();
   return file;
 }
 

@@ -1,7 +1,8 @@
 #include "common/data/file_signature.h"
 
 #include <array>
-#include <cstdint>
+
+#include "common/data/little_endian.h"
 
 namespace accumulus::data {
 
@@ -45,9 +46,7 @@ std::string FileSignatureHint(std::string_view bytes) {
     return "the file is a NumPy .npy file: data.kind \"npy\" reads it";
   }
   if (bytes.size() >= 10 && bytes[8] == '{' && bytes[9] == '"') {
-    uint64_t header = 0;
-    for (size_t i = 8; i-- > 0;) header = header << 8 | static_cast<uint8_t>(bytes[i]);
-    if (header <= bytes.size() - 8) {
+    if (LittleEndian(bytes, 0, 8) <= bytes.size() - 8) {
       return "the file is a safetensors file: data.kind \"safetensors\" reads it";
     }
   }

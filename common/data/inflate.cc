@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "common/data/little_endian.h"
+
 namespace accumulus::data {
 namespace {
 
@@ -101,8 +103,7 @@ class Inflater {
 // is a good guess at the size of a file of one (nearly every .gz file).
 size_t LastMemberSize(std::string_view bytes) {
   if (bytes.size() < 18) return 0;
-  const auto* tail = reinterpret_cast<const unsigned char*>(bytes.data() + bytes.size() - 4);
-  return size_t{tail[0]} | size_t{tail[1]} << 8 | size_t{tail[2]} << 16 | size_t{tail[3]} << 24;
+  return LittleEndian(bytes, bytes.size() - 4, 4);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include "common/data/file_signature.h"
 #include "common/data/header_cursor.h"
+#include "common/data/little_endian.h"
 
 namespace accumulus::data {
 namespace {
@@ -126,10 +127,7 @@ StatusOr<NpyHeader> ParseHeader(const std::string& field, const std::string& pat
   const size_t length_size = bytes[6] == 1 ? 2 : 4;
   const size_t header_start = 8 + length_size;
   if (bytes.size() < header_start) return fail(8, "the header's length");
-  size_t header_length = 0;
-  for (size_t i = length_size; i-- > 0;) {
-    header_length = header_length << 8 | static_cast<uint8_t>(bytes[8 + i]);
-  }
+  const size_t header_length = LittleEndian(bytes, 8, length_size);
   if (bytes.size() - header_start < header_length) {
     return fail(8, "a header of " + std::to_string(header_length) + " bytes, found " +
                        std::to_string(bytes.size() - header_start));
@@ -204,10 +202,7 @@ StatusOr<NumericArray> ParseNpy(const std::string& field, const std::string& pat
 std::string DescribeNpy(std::string_view head) {
   StatusOr<NpyHeader> header = ParseHeader("", "", head);
   if (!header.ok()) return "";
-  std::string shape;
-  for (int64_t d : header->array.dims) shape += (shape.empty() ? "" : ", ") + std::to_string(d);
-  if (header->array.dims.size() == 1) shape += ",";
-  return ElementTypeName(header->array.type) + " (" + shape + ")";
+  return ElementTypeName(header->array.type) + " " + ShapeText(header->array.dims);
 }
 
 }  // namespace accumulus::data

@@ -17,6 +17,12 @@ uint64_t Bits(const uint8_t* bytes, size_t size, bool big_endian) {
   return value;
 }
 
+float FloatOfBits(uint32_t word) {
+  float value;
+  std::memcpy(&value, &word, sizeof value);
+  return value;
+}
+
 // IEEE 754 binary16, exactly (every half is a float).
 double HalfToDouble(uint16_t half) {
   const int sign = half >> 15 ? -1 : 1;
@@ -84,6 +90,12 @@ std::string ElementTypeName(ElementType type) {
   return "";
 }
 
+std::string ShapeText(const std::vector<int64_t>& dims) {
+  std::string text;
+  for (int64_t d : dims) text += (text.empty() ? "" : ", ") + std::to_string(d);
+  return "(" + text + (dims.size() == 1 ? ",)" : ")");
+}
+
 bool IsFloatingPoint(ElementType type) {
   return type == ElementType::kFloat16 || type == ElementType::kBFloat16 ||
          type == ElementType::kFloat32 || type == ElementType::kFloat64;
@@ -110,18 +122,10 @@ double NumericArray::operator[](int64_t i) const {
       return static_cast<double>(static_cast<int64_t>(bits));
     case ElementType::kFloat16:
       return HalfToDouble(static_cast<uint16_t>(bits));
-    case ElementType::kBFloat16: {
-      const auto word = static_cast<uint32_t>(bits << 16);
-      float value;
-      std::memcpy(&value, &word, sizeof value);
-      return value;
-    }
-    case ElementType::kFloat32: {
-      const auto word = static_cast<uint32_t>(bits);
-      float value;
-      std::memcpy(&value, &word, sizeof value);
-      return value;
-    }
+    case ElementType::kBFloat16:  // a float32's upper half
+      return FloatOfBits(static_cast<uint32_t>(bits << 16));
+    case ElementType::kFloat32:
+      return FloatOfBits(static_cast<uint32_t>(bits));
     case ElementType::kFloat64: {
       double value;
       std::memcpy(&value, &bits, sizeof value);

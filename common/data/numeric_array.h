@@ -1,6 +1,6 @@
 // An n-dimensional array of numbers as a data file stores it (IDX, NumPy's
-// .npy, safetensors), read in place: the element type, the byte order and the layout say
-// how to read element i. What the IDX and .npy readers share.
+// .npy, safetensors), read in place: the element type, the byte order and
+// the layout say how to read element i. What the array readers share.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +31,8 @@ enum class ElementType {
 size_t ElementSize(ElementType type);
 // numpy's name of the type: "uint8", "float32", "bool".
 std::string ElementTypeName(ElementType type);
+// A shape as numpy prints it: "(60000, 28, 28)", "(48,)".
+std::string ShapeText(const std::vector<int64_t>& dims);
 bool IsFloatingPoint(ElementType type);
 
 struct NumericArray {

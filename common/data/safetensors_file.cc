@@ -7,6 +7,7 @@
 
 #include "common/data/file_signature.h"
 #include "common/data/header_cursor.h"
+#include "common/data/little_endian.h"
 #include "common/data/shown_name.h"
 #include "common/utf8.h"
 
@@ -20,8 +21,6 @@ constexpr uint64_t kMostHeaderBytes = 100'000'000;
 // Nesting the header may have (only __metadata__ is an object in an
 // object); deeper is refused rather than recursed into.
 constexpr int kMostDepth = 32;
-// The tensors a list in an error shows; the rest are counted.
-constexpr size_t kTensorsShown = 12;
 
 // A cursor over the JSON header: only what a safetensors header holds —
 // objects, arrays, strings (escapes included), whole numbers; any other
@@ -167,10 +166,77 @@ std::optional<ElementType> FromDtype(const std::string& dtype) {
 }
 
 std::string Described(const SafetensorsTensor& t) {
-  std::string shape;
-  for (int64_t d : t.shape) shape += (shape.empty() ? "" : ", ") + std::to_string(d);
-  if (t.shape.size() == 1) shape += ",";
-  return ShownName(t.name) + " (" + ElementTypeName(t.type) + " (" + shape + "))";
+  return ShownName(t.name) + " (" + ElementTypeName(t.type) + " " + ShapeText(t.shape) + ")";
+}
+
+// One tensor's entry, {"dtype": …, "shape": […], "data_offsets": [B, E]}
+// (other keys skipped), from `json` at its '{'; its range checked against
+// the `data_size` bytes of data from `data_start`. Errors as Parse's.
+StatusOr<SafetensorsTensor> ParseEntry(const std::string& field, const std::string& path,
+                                       JsonCursor* cursor, std::string name, size_t data_start,
+                                       size_t data_size) {
+  auto fail = [&](size_t offset, const std::string& expected) {
+    return ArrayError(field, path, offset, expected);
+  };
+  JsonCursor& json = *cursor;
+  const size_t entry_offset = json.offset();
+  if (!json.Consume('{')) return fail(entry_offset, "'{' (the tensor's entry)");
+  SafetensorsTensor tensor;
+  tensor.name = std::move(name);
+  std::optional<std::string> dtype;
+  std::optional<std::vector<uint64_t>> shape, offsets;
+  size_t offsets_offset = entry_offset;
+  if (!json.Consume('}')) {
+    do {
+      const size_t key_offset = json.offset();
+      const std::optional<std::string> key = json.String();
+      if (!key || !json.Consume(':')) {
+        return fail(key_offset, "a quoted key and ':' in the tensor's entry");
+      }
+      const size_t value_offset = json.offset();
+      if (*key == "dtype") {
+        dtype = json.String();
+        if (!dtype) return fail(value_offset, "a string for \"dtype\"");
+        const std::optional<ElementType> type = FromDtype(*dtype);
+        if (!type) {
+          return fail(value_offset,
+                      "a dtype of numbers: BOOL, U8, I8, U16, I16, U32, I32, U64, I64, F16, "
+                      "BF16, F32 or F64; found \"" +
+                          ShownName(dtype->substr(0, 12)) + "\"");
+        }
+        tensor.type = *type;
+      } else if (*key == "shape") {
+        tensor.shape_offset = value_offset;
+        shape = json.Wholes();
+        if (!shape) return fail(value_offset, "a list of whole numbers for \"shape\"");
+      } else if (*key == "data_offsets") {
+        offsets_offset = value_offset;
+        offsets = json.Wholes();
+        if (!offsets || offsets->size() != 2) {
+          return fail(value_offset, "[BEGIN, END] for \"data_offsets\"");
+        }
+      } else if (!json.SkipValue()) {
+        return fail(value_offset, "a JSON value");
+      }
+    } while (json.Consume(','));
+    if (!json.Consume('}')) return fail(json.offset(), "',' or '}' in the tensor's entry");
+  }
+  if (!dtype || !shape || !offsets) {
+    return fail(entry_offset, std::string("the key \"") +
+                                  (!dtype   ? "dtype"
+                                   : !shape ? "shape"
+                                            : "data_offsets") +
+                                  "\" in " + ShownName(tensor.name) + "'s entry");
+  }
+  const uint64_t begin = (*offsets)[0], end = (*offsets)[1];
+  if (begin > end || end > data_size) {
+    return fail(offsets_offset, "a byte range within the " + std::to_string(data_size) +
+                                    " bytes of data after the header");
+  }
+  tensor.begin = data_start + begin;
+  tensor.end = data_start + end;
+  for (uint64_t d : *shape) tensor.shape.push_back(static_cast<int64_t>(d));
+  return tensor;
 }
 
 }  // namespace
@@ -183,10 +249,7 @@ StatusOr<SafetensorsFile> SafetensorsFile::Parse(const std::string& field, const
   if (bytes.size() < kLengthBytes) {
     return fail(0, "an 8-byte header length (a safetensors file)");
   }
-  uint64_t header_size = 0;
-  for (size_t i = kLengthBytes; i-- > 0;) {
-    header_size = header_size << 8 | static_cast<uint8_t>(bytes[i]);
-  }
+  const uint64_t header_size = LittleEndian(bytes, 0, kLengthBytes);
   // At least "{}": the first byte of the header is read only when it is
   // there (an empty header, length 0, was fuzz_safetensors' first find).
   if (header_size < 2 || header_size > kMostHeaderBytes ||
@@ -216,64 +279,10 @@ StatusOr<SafetensorsFile> SafetensorsFile::Parse(const std::string& field, const
         if (!json.SkipValue()) return fail(json.offset(), "a JSON value for __metadata__");
         continue;
       }
-      const size_t entry_offset = json.offset();
-      if (!json.Consume('{')) return fail(entry_offset, "'{' (the tensor's entry)");
-      SafetensorsTensor tensor;
-      tensor.name = std::move(*key);
-      std::optional<std::string> dtype;
-      std::optional<std::vector<uint64_t>> shape, offsets;
-      size_t offsets_offset = entry_offset;
-      if (!json.Consume('}')) {
-        do {
-          const size_t name_offset = json.offset();
-          const std::optional<std::string> name = json.String();
-          if (!name || !json.Consume(':')) {
-            return fail(name_offset, "a quoted key and ':' in the tensor's entry");
-          }
-          const size_t value_offset = json.offset();
-          if (*name == "dtype") {
-            dtype = json.String();
-            if (!dtype) return fail(value_offset, "a string for \"dtype\"");
-            const std::optional<ElementType> type = FromDtype(*dtype);
-            if (!type) {
-              return fail(value_offset,
-                          "a dtype of numbers: BOOL, U8, I8, U16, I16, U32, I32, U64, I64, F16, "
-                          "BF16, F32 or F64; found \"" +
-                              ShownName(dtype->substr(0, 12)) + "\"");
-            }
-            tensor.type = *type;
-          } else if (*name == "shape") {
-            tensor.shape_offset = value_offset;
-            shape = json.Wholes();
-            if (!shape) return fail(value_offset, "a list of whole numbers for \"shape\"");
-          } else if (*name == "data_offsets") {
-            offsets_offset = value_offset;
-            offsets = json.Wholes();
-            if (!offsets || offsets->size() != 2) {
-              return fail(value_offset, "[BEGIN, END] for \"data_offsets\"");
-            }
-          } else if (!json.SkipValue()) {
-            return fail(value_offset, "a JSON value");
-          }
-        } while (json.Consume(','));
-        if (!json.Consume('}')) return fail(json.offset(), "',' or '}' in the tensor's entry");
-      }
-      if (!dtype || !shape || !offsets) {
-        return fail(entry_offset, std::string("the key \"") +
-                                      (!dtype   ? "dtype"
-                                       : !shape ? "shape"
-                                                : "data_offsets") +
-                                      "\" in " + ShownName(tensor.name) + "'s entry");
-      }
-      const uint64_t begin = (*offsets)[0], end = (*offsets)[1];
-      if (begin > end || end > data_size) {
-        return fail(offsets_offset, "a byte range within the " + std::to_string(data_size) +
-                                        " bytes of data after the header");
-      }
-      tensor.begin = data_start + begin;
-      tensor.end = data_start + end;
-      for (uint64_t d : *shape) tensor.shape.push_back(static_cast<int64_t>(d));
-      file.tensors_.push_back(std::move(tensor));
+      StatusOr<SafetensorsTensor> tensor =
+          ParseEntry(field, path, &json, std::move(*key), data_start, data_size);
+      if (!tensor.ok()) return tensor.status();
+      file.tensors_.push_back(std::move(*tensor));
     } while (json.Consume(','));
     if (!json.Consume('}')) return fail(json.offset(), "',' or '}' in the header");
   }
@@ -294,16 +303,11 @@ StatusOr<NumericArray> SafetensorsFile::Array(const std::string& name_field,
     for (const SafetensorsTensor& t : tensors_) sorted.push_back(&t);
     std::sort(sorted.begin(), sorted.end(),
               [](const auto* a, const auto* b) { return a->name < b->name; });
-    std::string list;
-    for (size_t i = 0; i < sorted.size() && i < kTensorsShown; ++i) {
-      list += (i > 0 ? ", " : "") + Described(*sorted[i]);
-    }
-    if (tensors_.size() > kTensorsShown) {
-      list += " and " + std::to_string(tensors_.size() - kTensorsShown) + " more";
-    }
-    const std::string holds =
-        tensors_.empty() ? " holds no tensor"
-                         : " holds " + std::to_string(tensors_.size()) + " tensors (" + list + ")";
+    std::vector<std::string> described;
+    for (const SafetensorsTensor* t : sorted) described.push_back(Described(*t));
+    const std::string holds = tensors_.empty() ? " holds no tensor"
+                                               : " holds " + std::to_string(tensors_.size()) +
+                                                     " tensors (" + ShownList(described) + ")";
     return Status::InvalidArgument(name.empty() ? name_field + " is required: " + field_ + " " +
                                                       path_ + holds + ": name the one to read"
                                                 : name_field + " \"" + name + "\" is not in " +

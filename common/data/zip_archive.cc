@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "common/data/inflate.h"
+#include "common/data/little_endian.h"
 #include "common/data/numeric_array.h"
 #include "common/data/shown_name.h"
 
@@ -30,16 +31,14 @@ constexpr uint32_t kZip64Marker = 0xFFFFFFFF;
 // length code of a 2-bit symbol, at best): a larger recorded size is a lie.
 constexpr uint64_t kMostDeflateRatio = 1032;
 
-// Little-endian integers at fixed offsets of a record whose size has been
-// checked.
-uint64_t Le(std::string_view bytes, size_t at, size_t size) {
-  uint64_t value = 0;
-  for (size_t i = size; i-- > 0;) value = value << 8 | static_cast<uint8_t>(bytes[at + i]);
-  return value;
+// The fields of a record whose size has been checked.
+uint16_t Le16(std::string_view bytes, size_t at) {
+  return static_cast<uint16_t>(LittleEndian(bytes, at, 2));
 }
-uint16_t Le16(std::string_view bytes, size_t at) { return static_cast<uint16_t>(Le(bytes, at, 2)); }
-uint32_t Le32(std::string_view bytes, size_t at) { return static_cast<uint32_t>(Le(bytes, at, 4)); }
-uint64_t Le64(std::string_view bytes, size_t at) { return Le(bytes, at, 8); }
+uint32_t Le32(std::string_view bytes, size_t at) {
+  return static_cast<uint32_t>(LittleEndian(bytes, at, 4));
+}
+uint64_t Le64(std::string_view bytes, size_t at) { return LittleEndian(bytes, at, 8); }
 
 // The end-of-central-directory record: the last one that its comment's
 // length carries to the archive's end, or (an archive with trailing bytes)
@@ -171,7 +170,7 @@ StatusOr<std::string_view> ZipArchive::DataOf(const ZipMember& member) const {
   if (member.encrypted) {
     return MemberError(member, "the member is encrypted: store it unencrypted");
   }
-  if (member.method != 0 && member.method != 8) {
+  if (member.method != ZipMember::kStored && member.method != ZipMember::kDeflated) {
     const std::string method = member.method == 12   ? "bzip2"
                                : member.method == 14 ? "LZMA"
                                : member.method == 93 ? "zstd"
@@ -206,12 +205,12 @@ StatusOr<std::string_view> ZipArchive::Read(const ZipMember& member, size_t max_
                                    "): extract it, where it is read in place");
   }
   std::string_view content = *data;
-  if (member.method == 0 && member.size != member.compressed_size) {
+  if (member.method == ZipMember::kStored && member.size != member.compressed_size) {
     return MemberError(member, "a stored member of " + std::to_string(member.compressed_size) +
                                    " bytes whose directory entry records " +
                                    std::to_string(member.size));
   }
-  if (member.method == 8) {
+  if (member.method == ZipMember::kDeflated) {
     if (member.size / kMostDeflateRatio > member.compressed_size) {
       return MemberError(member, "its directory entry records " + std::to_string(member.size) +
                                      " bytes, more than " + std::to_string(member.compressed_size) +
@@ -231,7 +230,7 @@ StatusOr<std::string_view> ZipArchive::Read(const ZipMember& member, size_t max_
 StatusOr<std::string> ZipArchive::Peek(const ZipMember& member, size_t size) const {
   StatusOr<std::string_view> data = DataOf(member);
   if (!data.ok()) return data.status();
-  if (member.method == 0) return std::string(data->substr(0, size));
+  if (member.method == ZipMember::kStored) return std::string(data->substr(0, size));
   StatusOr<std::string> prefix = InflateRawPrefix(*data, size);
   if (!prefix.ok()) return MemberError(member, prefix.status().message());
   return prefix;

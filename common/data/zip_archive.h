@@ -15,8 +15,12 @@
 namespace accumulus::data {
 
 struct ZipMember {
-  std::string name;     // as the archive stores it ("x_train.npy", "dir/a.csv")
-  uint16_t method = 0;  // 0 stored, 8 deflated; others are refused on reading
+  // The compression methods read; others are refused on reading.
+  static constexpr uint16_t kStored = 0;
+  static constexpr uint16_t kDeflated = 8;
+
+  std::string name;  // as the archive stores it ("x_train.npy", "dir/a.csv")
+  uint16_t method = kStored;
   bool encrypted = false;
   uint32_t crc32 = 0;
   uint64_t compressed_size = 0;

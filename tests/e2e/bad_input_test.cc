@@ -22,6 +22,7 @@
 #include "tests/support/compressed_bytes.h"
 #include "tests/support/controller_stub.h"
 #include "tests/support/proto_json.h"
+#include "tests/support/safetensors_bytes.h"
 #include "tests/support/test_cluster.h"
 
 namespace accumulus::testing {
@@ -666,14 +667,6 @@ std::string Idx(std::vector<uint32_t> dims, const std::vector<uint8_t>& values) 
 std::string Npy(const std::string& header, const std::string& data) {
   return std::string("\x93NUMPY\x01\x00", 8) + static_cast<char>(header.size()) + '\0' + header +
          data;
-}
-
-// A safetensors file: the header's length (little-endian), the header, the
-// data.
-std::string Safetensors(const std::string& header, const std::string& data) {
-  std::string out;
-  for (int i = 0; i < 8; ++i) out += static_cast<char>(header.size() >> (8 * i) & 0xFF);
-  return out + header + data;
 }
 
 std::string Replace(std::string text, const std::string& path) {

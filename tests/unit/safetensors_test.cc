@@ -9,16 +9,12 @@
 #include <string>
 
 #include "common/data/safetensors_file.h"
+#include "tests/support/safetensors_bytes.h"
 
 namespace accumulus::data {
 namespace {
 
-// A safetensors file: the header's length, the header, the data.
-std::string Safetensors(const std::string& header, const std::string& data) {
-  std::string out;
-  for (int i = 0; i < 8; ++i) out += static_cast<char>(header.size() >> (8 * i) & 0xFF);
-  return out + header + data;
-}
+using testing::Safetensors;
 
 std::string Floats(std::initializer_list<float> values) {
   std::string bytes;
