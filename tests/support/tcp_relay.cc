@@ -62,8 +62,14 @@ TcpRelay::~TcpRelay() {
   (void)!write(wake_[1], "x", 1);
   acceptor_.join();
   Cut();
-  MutexLock lock(&mutex_);
-  for (auto& c : connections_) {
+  // Joined without the lock: a relay thread between two forwards takes it
+  // (held()) before it reads the cut.
+  std::vector<std::unique_ptr<Connection>> connections;
+  {
+    MutexLock lock(&mutex_);
+    connections.swap(connections_);
+  }
+  for (auto& c : connections) {
     if (c->thread.joinable()) c->thread.join();
     close(c->control[0]);
     close(c->control[1]);
