@@ -1,5 +1,6 @@
 #include "tests/support/test_cluster.h"
 
+#include <gtest/gtest.h>
 #include <httplib.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -120,6 +121,10 @@ TestCluster::TestCluster(std::vector<std::string> controller_args)
   char pattern[] = "/tmp/accumulus-test-XXXXXX";
   if (mkdtemp(pattern) == nullptr) throw std::runtime_error("mkdtemp failed");
   dir_ = pattern;
+  const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
+  watchdog_ = std::make_unique<HangWatchdog>(
+      dir_, test != nullptr ? std::string(test->test_suite_name()) + "." + test->name() : "a test",
+      TestHangLimit());
 
   StartController(0);
 }

@@ -13,6 +13,7 @@
 
 #include "accumulus/v1/controller.pb.h"
 #include "common/subprocess.h"
+#include "tests/support/hang_watchdog.h"
 
 namespace accumulus::testing {
 
@@ -127,6 +128,8 @@ class TestCluster {
   std::unique_ptr<Subprocess> controller_;
   std::vector<std::unique_ptr<Subprocess>> workers_;
   std::set<size_t> killed_;  // indices into workers_ of those KillWorker ended
+  // Last: destroyed first, once the destructor has stopped the processes.
+  std::unique_ptr<HangWatchdog> watchdog_;
 };
 
 // Submits `yaml` (written to the file `name`) with the CLI; the job's id
