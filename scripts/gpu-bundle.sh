@@ -46,13 +46,18 @@ done
 
 # For gpu-check.sh's fallback, a build there from the tree against that
 # machine's torch (ACCUMULUS_ENGINE_ONLY): googletest's source, gloo's
-# headers and zlib's (its library, lib/libz.so.1, is among those above), the
-# things beside LibTorch the engine and its GPU tests need.
+# headers and the decompressors' (zlib, libbz2, liblzma, libzstd; their
+# libraries are among those above), the things beside LibTorch the engine
+# and its GPU tests need.
 mkdir -p "$BUNDLE/src" "$BUNDLE/include"
 cp -r /usr/src/googletest "$BUNDLE/src/"
-cp -r /usr/include/gloo "$BUNDLE/include/"
-cp /usr/include/zlib.h /usr/include/zconf.h "$BUNDLE/include/"
-[ -f "$BUNDLE/lib/libz.so.1" ] || cp -L "$(ldconfig -p | awk '/libz.so.1 .*x86-64/ { print $NF; exit }')" "$BUNDLE/lib/"
+cp -r /usr/include/gloo /usr/include/lzma "$BUNDLE/include/"
+cp /usr/include/zlib.h /usr/include/zconf.h /usr/include/bzlib.h /usr/include/lzma.h \
+  /usr/include/zstd.h /usr/include/zstd_errors.h "$BUNDLE/include/"
+for lib in libz.so.1 libbz2.so.1.0 liblzma.so.5 libzstd.so.1; do
+  [ -f "$BUNDLE/lib/$lib" ] ||
+    cp -L "$(ldconfig -p | awk -v lib="$lib" '$1 == lib && /x86-64/ { print $NF; exit }')" "$BUNDLE/lib/"
+done
 
 # The newest glibc symbol version the binaries need: the GPU machine's glibc
 # must be at least this (else gpu-check.sh falls back to building there).

@@ -59,7 +59,10 @@ if [ -n "$missing" ] || [ "${ACCUMULUS_GPU_BUILD_THERE:-0}" = 1 ]; then
     -DACCUMULUS_ENGINE_ONLY=ON -DACCUMULUS_PYTHON="$PYTHON" \
     -DACCUMULUS_GTEST_SOURCE_DIR="$BUNDLE/src/googletest" \
     -DACCUMULUS_GLOO_INCLUDE_DIR="$BUNDLE/include" \
-    -DZLIB_INCLUDE_DIR="$BUNDLE/include" -DZLIB_LIBRARY="$BUNDLE/lib/libz.so.1" &&
+    -DZLIB_INCLUDE_DIR="$BUNDLE/include" -DZLIB_LIBRARY="$BUNDLE/lib/libz.so.1" \
+    -DBZIP2_INCLUDE_DIR="$BUNDLE/include" -DBZIP2_LIBRARY="$BUNDLE/lib/libbz2.so.1.0" \
+    -DLZMA_INCLUDE_DIR="$BUNDLE/include" -DLZMA_LIBRARY="$BUNDLE/lib/liblzma.so.5" \
+    -DZSTD_INCLUDE_DIR="$BUNDLE/include" -DZSTD_LIBRARY="$BUNDLE/lib/libzstd.so.1" &&
     cmake --build "$ROOT/build-gpu" -j"$(nproc)"; } > "$OUT/build-there.log" 2>&1; then
     log "the build here failed: $(grep -m3 -E 'error|Error' "$OUT/build-there.log" | paste -sd' ')"
     exit 4

@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "common/cgroup_limits.h"
-#include "common/data/inflate.h"
+#include "common/data/compressed_file.h"
 #include "common/data/shown_name.h"
 #include "common/data/zip_archive.h"
 
@@ -23,7 +23,7 @@ std::string ListMembers(const ZipArchive& archive, const std::vector<const ZipMe
   for (size_t i = 0; i < members.size(); ++i) {
     described.push_back(members[i]->ShownName());
     if (!choice.describe || i >= kMostListed) continue;  // only the shown are looked into
-    StatusOr<std::string> head = archive.Peek(*members[i], kHeadBytes);
+    StatusOr<std::string> head = archive.Peek(*members[i], kHeadBytes, DecompressionBudget());
     const std::string what = head.ok() ? choice.describe(*head) : "";
     if (!what.empty()) described.back() += " (" + what + ")";
   }
@@ -82,14 +82,20 @@ StatusOr<std::unique_ptr<DataFile>> DataFile::Open(const std::string& field,
                                    "\" names a member of a zip archive (.npz), and " + field + " " +
                                    path + " is not one: leave " + choice.field + " out");
   }
-  if (IsGzip(file->bytes_)) {
-    StatusOr<std::string> content = Gunzip(field, path, file->bytes_, DecompressionBudget());
+  if (const Compression compression = CompressionOf(file->bytes_);
+      compression != Compression::kNone) {
+    // The content, and the decoder's window or dictionary besides, each
+    // within the budget.
+    const size_t budget = DecompressionBudget();
+    StatusOr<std::string> content =
+        Decompress(compression, field, path, file->bytes_, budget, budget);
     if (!content.ok()) return content.status();
     file->decompressed_ = std::move(*content);
     file->mapped_.reset();
     file->bytes_ = file->decompressed_;
     file->name_ = path + " (decompressed)";
-    file->reading_ = "gzip-compressed, decompressed in memory: " + Bytes(file->bytes_.size());
+    file->reading_ = std::string(CompressionName(compression)) +
+                     "-compressed, decompressed in memory: " + Bytes(file->bytes_.size());
     return file;
   }
   if (!zip) return file;
@@ -104,10 +110,12 @@ StatusOr<std::unique_ptr<DataFile>> DataFile::Open(const std::string& field,
   if (!content.ok()) return content.status();
   file->bytes_ = *content;
   file->name_ = path + "[" + member.ShownName() + "]";
+  const std::string how =
+      member.method == ZipMember::kDeflated ? "deflated" : "compressed with " + member.MethodName();
   file->reading_ = "member " + member.ShownName() + " of a zip archive, " +
                    (member.method == ZipMember::kStored
                         ? "stored: read in place"
-                        : "deflated, decompressed in memory: " + Bytes(file->bytes_.size()));
+                        : how + ", decompressed in memory: " + Bytes(file->bytes_.size()));
   if (member.method != ZipMember::kStored) file->mapped_.reset();
   return file;
 }

@@ -1,9 +1,10 @@
 // A data file's content as its reader parses it, whether the file holds it
 // as it is or compressed, as pandas and numpy read them: the file itself,
-// mapped (common/data/mapped_file.h); what a gzip file holds (MNIST's .gz
-// files, a .csv.gz); or a member of a zip archive (a .csv.zip of one file,
-// an array of numpy.savez's .npz) — read in place where it is stored,
-// decompressed into memory where it is deflated.
+// mapped (common/data/mapped_file.h); what a compressed file holds (gzip, as
+// MNIST's .gz files; bzip2, xz, zstd: common/data/compressed_file.h); or a
+// member of a zip archive (a .csv.zip of one file, an array of
+// numpy.savez's .npz) — read in place where it is stored, decompressed into
+// memory where it is compressed.
 #pragma once
 
 #include <functional>

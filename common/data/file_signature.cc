@@ -2,6 +2,7 @@
 
 #include <array>
 
+#include "common/data/compressed_file.h"
 #include "common/data/little_endian.h"
 
 namespace accumulus::data {
@@ -12,7 +13,7 @@ std::string FileSignatureHint(std::string_view bytes) {
     const char* hint;
   };
   using namespace std::string_view_literals;
-  static constexpr std::array<Signature, 8> kSignatures = {{
+  static constexpr std::array<Signature, 6> kSignatures = {{
       {"\x1F\x8B"sv,
        "the data is gzip-compressed inside the file's own compression: decompress it first "
        "(gunzip)"},
@@ -20,10 +21,6 @@ std::string FileSignatureHint(std::string_view bytes) {
        "the data is a zip archive inside the file's own compression or archive: extract it "
        "first"},
       {"PK\x05\x06"sv, "the data is an empty zip archive"},
-      {"\xFD"
-       "7zXZ\x00"sv,
-       "the file is xz-compressed: decompress it first (unxz)"},
-      {"\x28\xB5\x2F\xFD"sv, "the file is zstd-compressed: decompress it first (unzstd)"},
       {"7z\xBC\xAF\x27\x1C"sv, "the file is a 7-Zip archive: extract it first"},
       {"\xFF\xFE"sv,
        "the file is UTF-16 text (as Excel saves \"Unicode Text\"): save it as UTF-8 (\"CSV "
@@ -33,11 +30,20 @@ std::string FileSignatureHint(std::string_view bytes) {
   for (const Signature& s : kSignatures) {
     if (bytes.substr(0, s.magic.size()) == s.magic) return s.hint;
   }
-  // "BZh", the block size's digit, then a block's magic (or, empty, the
-  // stream end's): text may begin "BZh".
-  if (bytes.size() >= 10 && bytes.substr(0, 3) == "BZh" && bytes[3] >= '1' && bytes[3] <= '9' &&
-      (bytes.substr(4, 6) == "1AY&SY" || bytes.substr(4, 6) == "\x17\x72\x45\x38\x50\x90"sv)) {
-    return "the file is bzip2-compressed: decompress it first (bunzip2)";
+  // The readers see what the file held, decompressed: compressed again.
+  switch (CompressionOf(bytes)) {
+    case Compression::kBzip2:
+      return "the data is bzip2-compressed inside the file's own compression: decompress it "
+             "first (bunzip2)";
+    case Compression::kXz:
+      return "the data is xz-compressed inside the file's own compression: decompress it first "
+             "(unxz)";
+    case Compression::kZstd:
+      return "the data is zstd-compressed inside the file's own compression: decompress it "
+             "first (unzstd)";
+    case Compression::kGzip:  // in the table above
+    case Compression::kNone:
+      break;
   }
   // The other formats read, where a job names the wrong kind: .npy's magic;
   // a safetensors file's header length (which must fit the file), then its

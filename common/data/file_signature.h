@@ -1,7 +1,7 @@
 // Data that is not what its reader takes but something that wraps or
-// encodes it: compressed by a tool whose format is not read (bzip2, xz,
-// zstd, 7-Zip), compressed or archived once more inside a gzip file or a
-// zip archive (which common/data/data_file.h opens), a .npy or safetensors
+// encodes it: compressed by a tool whose format is not read (7-Zip),
+// compressed or archived once more inside a compressed file or a zip
+// archive (which common/data/data_file.h opens), a .npy or safetensors
 // file given as another kind, a pickle, UTF-16 text as Excel saves "Unicode
 // Text". An error should say which it got, and what to do, not only that
 // the first bytes are wrong.
@@ -13,8 +13,9 @@
 namespace accumulus::data {
 
 // What to do about a file that begins as `bytes` do, when they are a known
-// compressor's, archiver's, pickle's or UTF-16's signature ("the file is
-// xz-compressed: decompress it first (unxz)"); "" otherwise.
+// compressor's, archiver's, pickle's or UTF-16's signature ("the data is
+// xz-compressed inside the file's own compression: decompress it first
+// (unxz)"); "" otherwise.
 std::string FileSignatureHint(std::string_view bytes);
 
 }  // namespace accumulus::data

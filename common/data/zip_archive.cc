@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <optional>
 
-#include "common/data/inflate.h"
 #include "common/data/little_endian.h"
 #include "common/data/numeric_array.h"
 #include "common/data/shown_name.h"
+#include "common/data/stream_decoder.h"
 
 namespace accumulus::data {
 namespace {
@@ -63,6 +63,29 @@ bool ZipMember::IsAside() const {
 }
 
 std::string ZipMember::ShownName() const { return data::ShownName(name); }
+
+std::string ZipMember::MethodName() const {
+  switch (method) {
+    case kStored:
+      return "stored";
+    case kDeflated:
+      return "deflated";
+    case kBzip2:
+      return "bzip2";
+    case kLzma:
+      return "LZMA";
+    case kZstd:
+      return "zstd";
+    case kXz:
+      return "xz";
+    case 9:
+      return "method 9 (Deflate64)";
+    case 98:
+      return "method 98 (PPMd)";
+    default:
+      return "method " + std::to_string(method);
+  }
+}
 
 bool ZipArchive::Is(std::string_view bytes) {
   return bytes.substr(0, 4) == kLocalHeader || bytes.substr(0, 4) == kEndRecord;
@@ -170,15 +193,18 @@ StatusOr<std::string_view> ZipArchive::DataOf(const ZipMember& member) const {
   if (member.encrypted) {
     return MemberError(member, "the member is encrypted: store it unencrypted");
   }
-  if (member.method != ZipMember::kStored && member.method != ZipMember::kDeflated) {
-    const std::string method = member.method == 12   ? "bzip2"
-                               : member.method == 14 ? "LZMA"
-                               : member.method == 93 ? "zstd"
-                               : member.method == 95 ? "xz"
-                                                     : "method " + std::to_string(member.method);
-    return MemberError(member, "compressed with " + method +
-                                   ", which is not read: store it, or deflate it (zip's "
-                                   "default, numpy.savez_compressed's)");
+  switch (member.method) {
+    case ZipMember::kStored:
+    case ZipMember::kDeflated:
+    case ZipMember::kBzip2:
+    case ZipMember::kLzma:
+    case ZipMember::kZstd:
+    case ZipMember::kXz:
+      break;
+    default:
+      return MemberError(member, "compressed with " + member.MethodName() +
+                                     ", which is not read: store it, or deflate it (zip's "
+                                     "default, numpy.savez_compressed's)");
   }
   const uint64_t at = member.header_offset;
   if (at > bytes_.size() || bytes_.size() - at < kLocalHeaderSize ||
@@ -194,8 +220,31 @@ StatusOr<std::string_view> ZipArchive::DataOf(const ZipMember& member) const {
   return bytes_.substr(data, member.compressed_size);
 }
 
+StatusOr<std::unique_ptr<StreamDecoder>> ZipArchive::DecoderOf(const ZipMember& member,
+                                                               std::string_view* data,
+                                                               size_t max_size) const {
+  switch (member.method) {
+    case ZipMember::kDeflated:
+      return RawDeflateDecoder();
+    case ZipMember::kBzip2:
+      return Bzip2Decoder();
+    case ZipMember::kZstd:
+      return ZstdDecoder(max_size);
+    case ZipMember::kXz:
+      return XzDecoder(max_size);
+    case ZipMember::kLzma: {
+      StatusOr<std::unique_ptr<StreamDecoder>> decoder =
+          ZipLzmaDecoder(data, member.size, max_size);
+      if (!decoder.ok()) return MemberError(member, decoder.status().message());
+      return decoder;
+    }
+    default:
+      return MemberError(member, "compressed with " + member.MethodName());
+  }
+}
+
 StatusOr<std::string_view> ZipArchive::Read(const ZipMember& member, size_t max_size,
-                                            std::string* inflated) const {
+                                            std::string* decompressed) const {
   StatusOr<std::string_view> data = DataOf(member);
   if (!data.ok()) return data.status();
   if (member.size > max_size) {
@@ -210,16 +259,20 @@ StatusOr<std::string_view> ZipArchive::Read(const ZipMember& member, size_t max_
                                    " bytes whose directory entry records " +
                                    std::to_string(member.size));
   }
-  if (member.method == ZipMember::kDeflated) {
-    if (member.size / kMostDeflateRatio > member.compressed_size) {
-      return MemberError(member, "its directory entry records " + std::to_string(member.size) +
-                                     " bytes, more than " + std::to_string(member.compressed_size) +
-                                     " deflated bytes can hold");
-    }
-    StatusOr<std::string> out = InflateRaw(*data, member.size);
+  if (member.method == ZipMember::kDeflated &&
+      member.size / kMostDeflateRatio > member.compressed_size) {
+    return MemberError(member, "its directory entry records " + std::to_string(member.size) +
+                                   " bytes, more than " + std::to_string(member.compressed_size) +
+                                   " deflated bytes can hold");
+  }
+  if (member.method != ZipMember::kStored) {
+    StatusOr<std::unique_ptr<StreamDecoder>> decoder = DecoderOf(member, &content, max_size);
+    if (!decoder.ok()) return decoder.status();
+    StatusOr<std::string> out =
+        DecodeExactly(decoder->get(), member.MethodName(), content, member.size);
     if (!out.ok()) return MemberError(member, out.status().message());
-    *inflated = std::move(*out);
-    content = *inflated;
+    *decompressed = std::move(*out);
+    content = *decompressed;
   }
   if (crc32_z(0, reinterpret_cast<const Bytef*>(content.data()), content.size()) != member.crc32) {
     return MemberError(member, "its content does not match its CRC-32: the archive is damaged");
@@ -227,11 +280,15 @@ StatusOr<std::string_view> ZipArchive::Read(const ZipMember& member, size_t max_
   return content;
 }
 
-StatusOr<std::string> ZipArchive::Peek(const ZipMember& member, size_t size) const {
+StatusOr<std::string> ZipArchive::Peek(const ZipMember& member, size_t size,
+                                       size_t memory_limit) const {
   StatusOr<std::string_view> data = DataOf(member);
   if (!data.ok()) return data.status();
-  if (member.method == ZipMember::kStored) return std::string(data->substr(0, size));
-  StatusOr<std::string> prefix = InflateRawPrefix(*data, size);
+  std::string_view content = *data;
+  if (member.method == ZipMember::kStored) return std::string(content.substr(0, size));
+  StatusOr<std::unique_ptr<StreamDecoder>> decoder = DecoderOf(member, &content, memory_limit);
+  if (!decoder.ok()) return decoder.status();
+  StatusOr<std::string> prefix = DecodePrefix(decoder->get(), member.MethodName(), content, size);
   if (!prefix.ok()) return MemberError(member, prefix.status().message());
   return prefix;
 }

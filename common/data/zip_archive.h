@@ -1,23 +1,31 @@
 // Zip archives (PKWARE's APPNOTE) as numpy.savez and savez_compressed,
 // Python's zipfile, pandas' to_csv(compression="zip") and the zip tools
 // write them: the central directory, zip64 included, read in place; members
-// stored or deflated. Encrypted members, other compression methods and
+// stored, deflated, or compressed with bzip2, LZMA, zstd or xz (Python's
+// zipfile writes each). Encrypted members, other compression methods and
 // archives spanning several files are refused, by name.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "common/data/stream_decoder.h"
 #include "common/status.h"
 
 namespace accumulus::data {
 
 struct ZipMember {
-  // The compression methods read; others are refused on reading.
+  // The compression methods read (APPNOTE 4.4.5); others are refused on
+  // reading.
   static constexpr uint16_t kStored = 0;
   static constexpr uint16_t kDeflated = 8;
+  static constexpr uint16_t kBzip2 = 12;
+  static constexpr uint16_t kLzma = 14;
+  static constexpr uint16_t kZstd = 93;
+  static constexpr uint16_t kXz = 95;
 
   std::string name;  // as the archive stores it ("x_train.npy", "dir/a.csv")
   uint16_t method = kStored;
@@ -32,6 +40,9 @@ struct ZipMember {
   bool IsAside() const;
   // The name for a message (common/data/shown_name.h).
   std::string ShownName() const;
+  // How its data is held, for a message: "stored", "deflated", "bzip2"...
+  // ("method 98 (PPMd)" for one not read).
+  std::string MethodName() const;
 };
 
 class ZipArchive {
@@ -49,15 +60,17 @@ class ZipArchive {
   const std::vector<ZipMember>& members() const { return members_; }
 
   // The member's content, checked against its CRC-32: a view into the
-  // archive where it is stored, else inflated into `*inflated` (which must
-  // outlive the view). A member of more than `max_size` bytes is refused.
-  // INVALID_ARGUMENT "FIELD PATH[NAME]: ..." where it cannot be read.
+  // archive where it is stored, else decompressed into `*decompressed`
+  // (which must outlive the view). A member of more than `max_size` bytes is
+  // refused. INVALID_ARGUMENT "FIELD PATH[NAME]: ..." where it cannot be
+  // read.
   StatusOr<std::string_view> Read(const ZipMember& member, size_t max_size,
-                                  std::string* inflated) const;
+                                  std::string* decompressed) const;
 
   // Up to `size` of the member's first bytes, unchecked: a look at its
-  // header.
-  StatusOr<std::string> Peek(const ZipMember& member, size_t size) const;
+  // header. Decompressing them may take up to `memory_limit` bytes (a zstd
+  // window, an xz dictionary).
+  StatusOr<std::string> Peek(const ZipMember& member, size_t size, size_t memory_limit) const;
 
  private:
   ZipArchive(std::string field, std::string path, std::string_view bytes)
@@ -66,6 +79,10 @@ class ZipArchive {
   // Where the member's data lies in the archive, past its local header.
   StatusOr<std::string_view> DataOf(const ZipMember& member) const;
   Status MemberError(const ZipMember& member, const std::string& what) const;
+  // The decoder of a compressed member's `*data` (advanced past a header of
+  // its own, where its method has one).
+  StatusOr<std::unique_ptr<StreamDecoder>> DecoderOf(const ZipMember& member,
+                                                     std::string_view* data, size_t max_size) const;
 
   std::string field_;
   std::string path_;

@@ -10,8 +10,10 @@ one per line: "KIND PLAIN_PATH PLAIN_LABELS FILE LABELS ARRAY LABELS_ARRAY"
 ("-" for an empty field), the job's data kind, the plain files and the
 compressed ones.
 """
+import bz2
 import gzip
 import io
+import lzma
 import os
 import shutil
 import struct
@@ -19,6 +21,7 @@ import sys
 import zipfile
 
 import numpy as np
+import zstandard
 
 
 def idx(array):
@@ -87,6 +90,37 @@ def main(out):
     cases.append("idx x.idx y.idx x.idx.gz y.idx.gz - -")
     cases.append("tokens tokens.bin - tokens.bin.gz - - -")
 
+    # bzip2, xz and zstd, as Python's bz2 and lzma modules and zstandard
+    # (pandas' .bz2, .xz and .zst) write them; several streams (pbzip2,
+    # `xz -T`, zstd's frames) and xz's SHA-256 check.
+    for name in ("x.npy", "y.npy", "x.idx", "y.idx", "tokens.bin"):
+        with open(path(name), "rb") as f:
+            data = f.read()
+        with bz2.open(path(name + ".bz2"), "wb") as g:
+            g.write(data)
+        with lzma.open(path(name + ".xz"), "wb") as g:
+            g.write(data)
+        with open(path(name + ".zst"), "wb") as g:
+            g.write(zstandard.ZstdCompressor(write_checksum=True).compress(data))
+    with open(path("t.csv.bz2"), "wb") as g:
+        g.write(bz2.compress(text[:100]) + bz2.compress(text[100:]))
+    with open(path("t.csv.xz"), "wb") as g:
+        g.write(lzma.compress(text[:100], check=lzma.CHECK_SHA256) + lzma.compress(text[100:]))
+    with open(path("t.csv.zst"), "wb") as g:
+        # Streamed: no sizes in the frames' headers, as to a pipe.
+        compressor = zstandard.ZstdCompressor()
+        with compressor.stream_writer(g, closefd=False) as w:
+            w.write(text[:100])
+            w.flush(zstandard.FLUSH_FRAME)
+            w.write(text[100:])
+    for kind, plain, labels in (("npy", "x.npy", "y.npy"), ("idx", "x.idx", "y.idx")):
+        for ending in ("bz2", "xz", "zst"):
+            cases.append("%s %s %s %s.%s %s.%s - -" % (kind, plain, labels, plain, ending, labels,
+                                                      ending))
+    for ending in ("bz2", "xz", "zst"):
+        cases.append("csv t.csv - t.csv.%s - - -" % ending)
+        cases.append("tokens tokens.bin - tokens.bin.%s - - -" % ending)
+
     # zip archives of one file: deflated, stored, zip64, with a data
     # descriptor, with a directory entry beside the file.
     with zipfile.ZipFile(path("t.csv.zip"), "w", zipfile.ZIP_DEFLATED) as z:
@@ -104,6 +138,19 @@ def main(out):
         with zipfile.ZipFile(Unseekable(f), "w", zipfile.ZIP_DEFLATED) as z:
             z.writestr("t.csv", text)
     cases.append("csv t.csv - streamed.zip - - -")
+
+    # Members compressed with zipfile's other methods: bzip2 and LZMA.
+    for method, name in ((zipfile.ZIP_BZIP2, "bzip2"), (zipfile.ZIP_LZMA, "lzma")):
+        with zipfile.ZipFile(path("t-%s.zip" % name), "w", method) as z:
+            z.writestr("t.csv", text)
+        cases.append("csv t.csv - t-%s.zip - - -" % name)
+        np.savez(path("xy-%s.npz" % name), x=x, y=y)
+        with zipfile.ZipFile(path("xy-%s.npz" % name)) as src:
+            members = [(m, src.read(m)) for m in src.namelist()]
+        with zipfile.ZipFile(path("xy-%s.npz" % name), "w", method) as z:
+            for m, data in members:
+                z.writestr(m, data)
+        cases.append("npy x.npy y.npy xy-%s.npz - x y" % name)
 
     with open(path("cases"), "w") as f:
         f.write("\n".join(cases) + "\n")

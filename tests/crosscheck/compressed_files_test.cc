@@ -1,5 +1,6 @@
-// Data files compressed and archived as Python's gzip and zipfile modules
-// and numpy.savez write them (tests/crosscheck/compressed_files.py, with
+// Data files compressed and archived as Python's gzip, bz2, lzma and
+// zipfile modules, zstandard (pandas' .zst) and numpy.savez write them
+// (tests/crosscheck/compressed_files.py, with
 // the Python of ACCUMULUS_PYTHON): each loads as exactly the data of the
 // plain file it holds, and the job's log says how it was read.
 #include <gtest/gtest.h>
@@ -16,6 +17,21 @@ namespace accumulus::engine {
 namespace {
 
 using testing::ReadFile;
+
+// What the job's log says of a file, by its name as the script writes it.
+std::string ExpectedReading(const std::string& file) {
+  const auto ends = [&](const std::string& ending) {
+    return file.size() > ending.size() &&
+           file.compare(file.size() - ending.size(), ending.size(), ending) == 0;
+  };
+  if (file.find("-bzip2.") != std::string::npos) return "compressed with bzip2, decompressed";
+  if (file.find("-lzma.") != std::string::npos) return "compressed with LZMA, decompressed";
+  if (ends(".gz")) return "gzip-compressed, decompressed in memory";
+  if (ends(".bz2")) return "bzip2-compressed, decompressed in memory";
+  if (ends(".xz")) return "xz-compressed, decompressed in memory";
+  if (ends(".zst")) return "zstd-compressed, decompressed in memory";
+  return " of a zip archive, ";
+}
 
 TEST(CompressedFiles, EachHoldsExactlyThePlainFilesData) {
   const testing::TempDir temp;
@@ -64,12 +80,10 @@ TEST(CompressedFiles, EachHoldsExactlyThePlainFilesData) {
     const Batch a = (*got)->Gather(all), b = (*expected)->Gather(all);
     EXPECT_TRUE(torch::equal(a.inputs, b.inputs)) << name;
     EXPECT_TRUE(torch::equal(a.targets, b.targets)) << name;
-    const std::string reading = (*got)->reading();
-    EXPECT_TRUE(reading.find("gzip-compressed, decompressed in memory") != std::string::npos ||
-                reading.find(" of a zip archive, ") != std::string::npos)
-        << name << ": " << reading;
+    EXPECT_NE((*got)->reading().find(ExpectedReading(file)), std::string::npos)
+        << name << ": " << (*got)->reading();
   }
-  EXPECT_EQ(count, 12);
+  EXPECT_EQ(count, 28);
 }
 
 }  // namespace

@@ -669,6 +669,12 @@ std::string Npy(const std::string& header, const std::string& data) {
          data;
 }
 
+// A zstd frame's last byte is its checksum's.
+std::string FlipLastByte(std::string bytes) {
+  bytes.back() ^= 0x01;
+  return bytes;
+}
+
 std::string Replace(std::string text, const std::string& path) {
   for (size_t at; (at = text.find("FILE")) != std::string::npos;) text.replace(at, 4, path);
   return text;
@@ -753,6 +759,13 @@ INSTANTIATE_TEST_SUITE_P(
                  kMlp,
                  {"data.path FILE: the gzip data ends early (at byte 11): the file is cut "
                   "short"}},
+        DataCase{"ZstdFailingItsChecksum",
+                 "t.csv.zst",
+                 FlipLastByte(Zstd("a,b,label\n1,2,0\nhunter2,3,1\n")),
+                 "{kind: csv, path: FILE}",
+                 kMlp,
+                 {"data.path FILE: the zstd data is corrupt in the frame from byte 0 (Restored "
+                  "data doesn't match checksum)"}},
         DataCase{
             "NpzWithoutTheArrayNamed",
             "mnist.npz",

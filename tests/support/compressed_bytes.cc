@@ -1,6 +1,9 @@
 #include "tests/support/compressed_bytes.h"
 
+#include <bzlib.h>
+#include <lzma.h>
 #include <zlib.h>
+#include <zstd.h>
 
 #include <stdexcept>
 
@@ -32,16 +35,112 @@ void Put(std::string* out, uint64_t value, int bytes) {
 
 }  // namespace
 
+std::string CompressibleText(size_t size) {
+  std::string text;
+  for (size_t i = 0; text.size() < size; ++i) text += std::to_string(i * i % 977) + ",";
+  text.resize(size);
+  return text;
+}
+
 std::string Gzip(const std::string& data) { return Compress(data, 15 + 16); }
 
 std::string Deflate(const std::string& data) { return Compress(data, -15); }
+
+std::string Bzip2(const std::string& data, int level) {
+  // The worst case bzlib documents: 1% larger, plus 600 bytes.
+  std::string out(data.size() + data.size() / 100 + 600, '\0');
+  unsigned int size = static_cast<unsigned int>(out.size());
+  if (BZ2_bzBuffToBuffCompress(out.data(), &size, const_cast<char*>(data.data()),
+                               static_cast<unsigned int>(data.size()), level, 0, 0) != BZ_OK) {
+    throw std::runtime_error("BZ2_bzBuffToBuffCompress failed");
+  }
+  out.resize(size);
+  return out;
+}
+
+std::string Xz(const std::string& data) {
+  std::string out(lzma_stream_buffer_bound(data.size()), '\0');
+  size_t size = 0;
+  if (lzma_easy_buffer_encode(
+          6, LZMA_CHECK_CRC64, nullptr, reinterpret_cast<const uint8_t*>(data.data()), data.size(),
+          reinterpret_cast<uint8_t*>(out.data()), &size, out.size()) != LZMA_OK) {
+    throw std::runtime_error("lzma_easy_buffer_encode failed");
+  }
+  out.resize(size);
+  return out;
+}
+
+std::string Zstd(const std::string& data, int window_log) {
+  ZSTD_CCtx* context = ZSTD_createCCtx();
+  ZSTD_CCtx_setParameter(context, ZSTD_c_compressionLevel, 3);
+  ZSTD_CCtx_setParameter(context, ZSTD_c_checksumFlag, 1);
+  if (window_log != 0) {
+    ZSTD_CCtx_setParameter(context, ZSTD_c_windowLog, window_log);
+    ZSTD_CCtx_setParameter(context, ZSTD_c_contentSizeFlag, 0);
+  }
+  std::string out(ZSTD_compressBound(data.size()), '\0');
+  const size_t size = ZSTD_compress2(context, out.data(), out.size(), data.data(), data.size());
+  ZSTD_freeCCtx(context);
+  if (ZSTD_isError(size)) throw std::runtime_error(ZSTD_getErrorName(size));
+  out.resize(size);
+  return out;
+}
+
+std::string ZipLzma(const std::string& data, bool end_marker) {
+  lzma_options_lzma options;
+  if (lzma_lzma_preset(&options, 6)) throw std::runtime_error("lzma_lzma_preset failed");
+  // LZMA1EXT without the flag: no end marker; LZMA1: one.
+  options.ext_flags = 0;
+  lzma_filter filters[2] = {{end_marker ? LZMA_FILTER_LZMA1 : LZMA_FILTER_LZMA1EXT, &options},
+                            {LZMA_VLI_UNKNOWN, nullptr}};
+  uint8_t properties[5];
+  if (lzma_properties_encode(&filters[0], properties) != LZMA_OK) {
+    throw std::runtime_error("lzma_properties_encode failed");
+  }
+  std::string out = "\x09\x14\x05";  // LZMA SDK 9.20; 5 bytes of properties
+  out.push_back('\0');
+  out.append(reinterpret_cast<const char*>(properties), sizeof(properties));
+  const size_t header = out.size();
+  out.resize(header + lzma_stream_buffer_bound(data.size()));
+  size_t size = header;
+  if (lzma_raw_buffer_encode(filters, nullptr, reinterpret_cast<const uint8_t*>(data.data()),
+                             data.size(), reinterpret_cast<uint8_t*>(out.data()), &size,
+                             out.size()) != LZMA_OK) {
+    throw std::runtime_error("lzma_raw_buffer_encode failed");
+  }
+  out.resize(size);
+  return out;
+}
+
+namespace {
+
+// A zip entry's data as the archive holds it.
+std::string Compressed(const ZipEntry& e) {
+  switch (e.compressed_with) {
+    case 12:
+      return Bzip2(e.data);
+    case 14:
+      return ZipLzma(e.data, /*end_marker=*/true);
+    case 93:
+      return Zstd(e.data);
+    case 95:
+      return Xz(e.data);
+    default:
+      return e.deflate ? Deflate(e.data) : e.data;
+  }
+}
+
+}  // namespace
 
 std::string Zip(const std::vector<ZipEntry>& entries, bool zip64_end, const std::string& comment) {
   std::string archive;
   std::string directory;
   for (const ZipEntry& e : entries) {
-    const std::string stored = e.deflate ? Deflate(e.data) : e.data;
-    const uint16_t method = e.method != 0 ? e.method : e.deflate ? 8 : 0;
+    const std::string stored = Compressed(e);
+    const uint16_t method = e.method != 0            ? e.method
+                            : e.compressed_with != 0 ? e.compressed_with
+                            : e.deflate              ? 8
+                                                     : 0;
     uint32_t crc = crc32_z(0, reinterpret_cast<const Bytef*>(e.data.data()), e.data.size());
     if (e.wrong_crc) crc ^= 1;
     const uint16_t flags = e.encrypted ? 1 : 0;

@@ -397,6 +397,28 @@ def test_several_targets_train_alike_from_a_pandas_csv_and_from_npy(cluster, tmp
     assert losses[0][-1] < losses[0][0]
 
 
+def test_a_csv_compressed_as_pandas_writes_it_trains_as_the_plain_file(cluster, tmp_path):
+    np = pytest.importorskip("numpy")
+    pandas = pytest.importorskip("pandas")
+    pytest.importorskip("zstandard")  # pandas' .zst
+    rng = np.random.default_rng(6)
+    frame = pandas.DataFrame(rng.normal(size=(48, 3)), columns=["a", "b", "c"])
+    frame["label"] = (frame["a"] > 0).astype(int) + (frame["c"] > 0.5).astype(int)
+    # pandas picks the compression from the ending.
+    names = ["t.csv", "t.csv.gz", "t.csv.bz2", "t.csv.xz", "t.csv.zst", "t.csv.zip"]
+    for name in names:
+        frame.to_csv(tmp_path / name, index=False)
+
+    def job(name):
+        return small_mlp({"kind": "csv", "path": str(tmp_path / name)}, lr=0.2, epochs=2,
+                         seed=4)
+
+    with cluster.client() as c:
+        losses = [losses_of(c, job(name)) for name in names]
+    assert len(losses[0]) == 6  # 48 / 16 × 2 epochs
+    assert all(other == losses[0] for other in losses[1:])
+
+
 def test_class_names_and_booleans_from_pandas_train_as_indices(cluster, tmp_path):
     np = pytest.importorskip("numpy")
     pandas = pytest.importorskip("pandas")
