@@ -31,9 +31,7 @@ class Bzip2StreamDecoder final : public StreamDecoder {
     const size_t in_before = stream_.avail_in;
     const size_t out_before = stream_.avail_out;
     const int rc = BZ2_bzDecompress(&stream_);
-    in->remove_prefix(in_before - stream_.avail_in);
-    *out += out_before - stream_.avail_out;
-    *room -= out_before - stream_.avail_out;
+    Advance(in, in_before - stream_.avail_in, out, room, out_before - stream_.avail_out);
     switch (rc) {
       case BZ_OK:
         return Step::kProgress;

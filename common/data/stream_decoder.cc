@@ -8,6 +8,39 @@ namespace {
 // The first buffer for output of unknown size; it doubles from there.
 constexpr size_t kFirstBuffer = size_t{1} << 16;
 
+// Why a stream could not be read: corrupt (`where`: " at its byte 812",
+// or ""), beyond what is read here, or out of memory.
+Status StreamError(StreamEnd end, const std::string& format, const StreamDecoder& decoder,
+                   const std::string& where) {
+  switch (end) {
+    case StreamEnd::kCorrupt:
+      return Status::InvalidArgument("the " + format + " data is corrupt" + where + " (" +
+                                     decoder.message() + ")");
+    case StreamEnd::kUnsupported:
+      return Status::InvalidArgument("the " + format + " data cannot be read here (" +
+                                     decoder.message() + ")");
+    default:
+      return Status(StatusCode::kResourceExhausted,
+                    "out of memory decompressing " + format + " data");
+  }
+}
+
+// How a stream ended, by the decoder's last step (not kProgress).
+StreamEnd EndOf(StreamDecoder::Step step) {
+  switch (step) {
+    case StreamDecoder::Step::kEnd:
+      return StreamEnd::kEnd;
+    case StreamDecoder::Step::kUnsupported:
+      return StreamEnd::kUnsupported;
+    case StreamDecoder::Step::kNoMemory:
+      return StreamEnd::kNoMemory;
+    case StreamDecoder::Step::kCorrupt:
+    case StreamDecoder::Step::kProgress:
+      break;
+  }
+  return StreamEnd::kCorrupt;
+}
+
 }  // namespace
 
 StreamEnd DecodeStream(StreamDecoder* decoder, std::string_view* in, std::string* out,
@@ -30,25 +63,14 @@ StreamEnd DecodeStream(StreamDecoder* decoder, std::string_view* in, std::string
       return StreamEnd::kFull;
     }
     filled += produced;
-    switch (step) {
-      case StreamDecoder::Step::kProgress:
-        if (produced > 0 || in->size() != in_before) continue;
-        // No progress with room to write: it waits for input there is not.
-        out->resize(filled);
-        return in->empty() ? StreamEnd::kTruncated : StreamEnd::kCorrupt;
-      case StreamDecoder::Step::kEnd:
-        out->resize(filled);
-        return StreamEnd::kEnd;
-      case StreamDecoder::Step::kCorrupt:
-        out->resize(filled);
-        return StreamEnd::kCorrupt;
-      case StreamDecoder::Step::kUnsupported:
-        out->resize(filled);
-        return StreamEnd::kUnsupported;
-      case StreamDecoder::Step::kNoMemory:
-        out->resize(filled);
-        return StreamEnd::kNoMemory;
+    if (step == StreamDecoder::Step::kProgress) {
+      if (produced > 0 || in->size() != in_before) continue;
+      // No progress with room to write: it waits for input there is not.
+      out->resize(filled);
+      return in->empty() ? StreamEnd::kTruncated : StreamEnd::kCorrupt;
     }
+    out->resize(filled);
+    return EndOf(step);
   }
 }
 
@@ -57,7 +79,8 @@ StatusOr<std::string> DecodeExactly(StreamDecoder* decoder, const std::string& f
   std::string out;
   out.reserve(size);
   std::string_view in = data;
-  switch (DecodeStream(decoder, &in, &out, size)) {
+  const StreamEnd end = DecodeStream(decoder, &in, &out, size);
+  switch (end) {
     case StreamEnd::kEnd:
       if (out.size() != size) {
         return Status::InvalidArgument("the " + format + " data holds " +
@@ -72,36 +95,29 @@ StatusOr<std::string> DecodeExactly(StreamDecoder* decoder, const std::string& f
       return Status::InvalidArgument("the " + format +
                                      " data ends early: the archive is cut short");
     case StreamEnd::kCorrupt:
-      return Status::InvalidArgument("the " + format + " data is corrupt at its byte " +
-                                     std::to_string(data.size() - in.size()) + " (" +
-                                     decoder->message() + ")");
     case StreamEnd::kUnsupported:
-      return Status::InvalidArgument("the " + format + " data cannot be read here (" +
-                                     decoder->message() + ")");
     case StreamEnd::kNoMemory:
       break;
   }
-  return Status(StatusCode::kResourceExhausted, "out of memory decompressing " + format + " data");
+  return StreamError(end, format, *decoder,
+                     " at its byte " + std::to_string(data.size() - in.size()));
 }
 
 StatusOr<std::string> DecodePrefix(StreamDecoder* decoder, const std::string& format,
                                    std::string_view data, size_t size) {
   std::string out;
-  switch (DecodeStream(decoder, &data, &out, size)) {
+  const StreamEnd end = DecodeStream(decoder, &data, &out, size);
+  switch (end) {
     case StreamEnd::kEnd:
     case StreamEnd::kFull:
     case StreamEnd::kTruncated:  // what there is of the prefix
       return out;
     case StreamEnd::kCorrupt:
-      return Status::InvalidArgument("the " + format + " data is corrupt (" + decoder->message() +
-                                     ")");
     case StreamEnd::kUnsupported:
-      return Status::InvalidArgument("the " + format + " data cannot be read here (" +
-                                     decoder->message() + ")");
     case StreamEnd::kNoMemory:
       break;
   }
-  return Status(StatusCode::kResourceExhausted, "out of memory decompressing " + format + " data");
+  return StreamError(end, format, *decoder, "");
 }
 
 }  // namespace accumulus::data

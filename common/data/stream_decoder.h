@@ -35,6 +35,14 @@ class StreamDecoder {
   virtual bool Reset() = 0;
   // Why kCorrupt or kUnsupported, in the library's words.
   virtual std::string message() const = 0;
+
+ protected:
+  // For Decode: moves the spans past what a library call read and wrote.
+  static void Advance(std::string_view* in, size_t read, char** out, size_t* room, size_t written) {
+    in->remove_prefix(read);
+    *out += written;
+    *room -= written;
+  }
 };
 
 // One gzip member (RFC 1952), its CRC-32 and length checked.

@@ -46,9 +46,7 @@ class LzmaDecoder : public StreamDecoder {
     stream_.next_out = reinterpret_cast<uint8_t*>(*out);
     stream_.avail_out = *room;
     const lzma_ret rc = lzma_code(&stream_, LZMA_RUN);
-    in->remove_prefix(in->size() - stream_.avail_in);
-    *out += *room - stream_.avail_out;
-    *room = stream_.avail_out;
+    Advance(in, in->size() - stream_.avail_in, out, room, *room - stream_.avail_out);
     switch (rc) {
       case LZMA_OK:
       case LZMA_BUF_ERROR:  // no progress possible: DecodeStream tells why

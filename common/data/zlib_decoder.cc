@@ -31,9 +31,7 @@ class ZlibDecoder final : public StreamDecoder {
     const size_t in_before = stream_.avail_in;
     const size_t out_before = stream_.avail_out;
     const int rc = inflate(&stream_, Z_NO_FLUSH);
-    in->remove_prefix(in_before - stream_.avail_in);
-    *out += out_before - stream_.avail_out;
-    *room -= out_before - stream_.avail_out;
+    Advance(in, in_before - stream_.avail_in, out, room, out_before - stream_.avail_out);
     switch (rc) {
       case Z_OK:
       case Z_BUF_ERROR:  // no progress possible: DecodeStream tells why

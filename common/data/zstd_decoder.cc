@@ -39,9 +39,7 @@ class ZstdFrameDecoder final : public StreamDecoder {
     ZSTD_inBuffer input = {in->data(), in->size(), 0};
     ZSTD_outBuffer output = {*out, *room, 0};
     const size_t rc = ZSTD_decompressStream(context_, &output, &input);
-    in->remove_prefix(input.pos);
-    *out += output.pos;
-    *room -= output.pos;
+    Advance(in, input.pos, out, room, output.pos);
     if (ZSTD_isError(rc)) {
       error_ = ZSTD_getErrorCode(rc);
       switch (error_) {
