@@ -1,8 +1,8 @@
-// The compressed-file and zip readers (common/data/compressed_file.h,
-// zip_archive.h; gzip, bzip2, xz, zstd, and zip's methods): whatever
-// the bytes, each refuses in words or gives exactly what the file records,
-// within the budget it is given — never more memory than that on a
-// directory's word.
+// The compressed-file, tar and zip readers (common/data/compressed_file.h,
+// tar_archive.h, zip_archive.h; gzip, bzip2, xz, zstd, and zip's methods):
+// whatever the bytes, each refuses in words or gives exactly what the file
+// records, within the budget it is given — never more memory than that on
+// a directory's word.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -10,6 +10,7 @@
 
 #include "common/data/compressed_file.h"
 #include "common/data/npy_array.h"
+#include "common/data/tar_archive.h"
 #include "common/data/zip_archive.h"
 #include "fuzz/fuzz_check.h"
 
@@ -26,6 +27,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (const Compression compression = CompressionOf(bytes); compression != Compression::kNone) {
     const auto content = Decompress(compression, "data.path", "f", bytes, kBudget, kBudget);
     if (content.ok()) FUZZ_CHECK(content->size() <= kBudget);
+  }
+  if (TarArchive::Is(bytes)) {
+    const auto tar = TarArchive::Parse("data.path", "f.tar", bytes);
+    if (tar.ok()) {
+      for (const TarMember& member : tar->members()) {
+        const std::string_view content = tar->Read(member);
+        FUZZ_CHECK(content.size() == member.size);
+        FUZZ_CHECK(content.data() >= bytes.data() &&
+                   content.data() + content.size() <= bytes.data() + bytes.size());
+        (void)member.IsAside();
+      }
+    }
   }
   (void)DescribeNpy(bytes);
   const auto archive = ZipArchive::Parse("data.path", "f.zip", bytes);

@@ -5,6 +5,7 @@
 #include "common/cgroup_limits.h"
 #include "common/data/compressed_file.h"
 #include "common/data/shown_name.h"
+#include "common/data/tar_archive.h"
 #include "common/data/zip_archive.h"
 
 namespace accumulus::data {
@@ -82,42 +83,73 @@ StatusOr<std::unique_ptr<DataFile>> DataFile::Open(const std::string& field,
                                    "\" names a member of a zip archive (.npz), and " + field + " " +
                                    path + " is not one: leave " + choice.field + " out");
   }
-  if (const Compression compression = CompressionOf(file->bytes_);
-      compression != Compression::kNone) {
-    // The content, and the decoder's window or dictionary besides, each
-    // within the budget.
-    const size_t budget = DecompressionBudget();
-    StatusOr<std::string> content =
-        Decompress(compression, field, path, file->bytes_, budget, budget);
-    if (!content.ok()) return content.status();
-    file->decompressed_ = std::move(*content);
-    file->mapped_.reset();
-    file->bytes_ = file->decompressed_;
-    file->name_ = path + " (decompressed)";
-    file->reading_ = std::string(CompressionName(compression)) +
-                     "-compressed, decompressed in memory: " + Bytes(file->bytes_.size());
-    return file;
-  }
-  if (!zip) return file;
+  Status opened = zip ? file->TakeZipMember(field, path, choice) : file->Decompress(field, path);
+  if (opened.ok() && TarArchive::Is(file->bytes_)) opened = file->TakeTarMember(field, path);
+  if (!opened.ok()) return opened;
+  return file;
+}
 
-  StatusOr<ZipArchive> archive = ZipArchive::Parse(field, path, file->bytes_);
+Status DataFile::Decompress(const std::string& field, const std::string& path) {
+  const Compression compression = CompressionOf(bytes_);
+  if (compression == Compression::kNone) return Status::Ok();
+  // The content, and the decoder's window or dictionary besides, each
+  // within the budget.
+  const size_t budget = DecompressionBudget();
+  StatusOr<std::string> content =
+      data::Decompress(compression, field, path, bytes_, budget, budget);
+  if (!content.ok()) return content.status();
+  decompressed_ = std::move(*content);
+  mapped_.reset();
+  bytes_ = decompressed_;
+  name_ = path + " (decompressed)";
+  reading_ = std::string(CompressionName(compression)) +
+             "-compressed, decompressed in memory: " + Bytes(bytes_.size());
+  return Status::Ok();
+}
+
+Status DataFile::TakeZipMember(const std::string& field, const std::string& path,
+                               const MemberChoice& choice) {
+  StatusOr<ZipArchive> archive = ZipArchive::Parse(field, path, bytes_);
   if (!archive.ok()) return archive.status();
   StatusOr<const ZipMember*> chosen = ChooseMember(*archive, field, path, choice);
   if (!chosen.ok()) return chosen.status();
   const ZipMember& member = **chosen;
-  StatusOr<std::string_view> content =
-      archive->Read(member, DecompressionBudget(), &file->decompressed_);
+  StatusOr<std::string_view> content = archive->Read(member, DecompressionBudget(), &decompressed_);
   if (!content.ok()) return content.status();
-  file->bytes_ = *content;
-  file->name_ = path + "[" + member.ShownName() + "]";
+  bytes_ = *content;
+  name_ = path + "[" + member.ShownName() + "]";
   const std::string how =
       member.method == ZipMember::kDeflated ? "deflated" : "compressed with " + member.MethodName();
-  file->reading_ = "member " + member.ShownName() + " of a zip archive, " +
-                   (member.method == ZipMember::kStored
-                        ? "stored: read in place"
-                        : how + ", decompressed in memory: " + Bytes(file->bytes_.size()));
-  if (member.method != ZipMember::kStored) file->mapped_.reset();
-  return file;
+  reading_ = "member " + member.ShownName() + " of a zip archive, " +
+             (member.method == ZipMember::kStored
+                  ? "stored: read in place"
+                  : how + ", decompressed in memory: " + Bytes(bytes_.size()));
+  if (member.method != ZipMember::kStored) mapped_.reset();
+  return Status::Ok();
+}
+
+Status DataFile::TakeTarMember(const std::string& field, const std::string& path) {
+  StatusOr<TarArchive> archive = TarArchive::Parse(field, name_, bytes_);
+  if (!archive.ok()) return archive.status();
+  std::vector<const TarMember*> data;
+  for (const TarMember& m : archive->members()) {
+    if (!m.IsAside()) data.push_back(&m);
+  }
+  if (data.size() != 1) {
+    std::vector<std::string> names;
+    for (const TarMember* m : data) names.push_back(m->ShownName());
+    return Status::InvalidArgument(
+        field + " " + name_ + ": a tar archive of " +
+        (data.empty() ? std::string("no file")
+                      : std::to_string(data.size()) + " files (" + ShownList(names) +
+                            "); a tar of one file is read: extract the one to use"));
+  }
+  const TarMember& member = *data.front();
+  bytes_ = archive->Read(member);
+  name_ = path + "[" + member.ShownName() + "]";
+  reading_ = (reading_.empty() ? "" : reading_ + "; ") + "member " + member.ShownName() +
+             " of a tar archive" + (mapped_ != nullptr ? ": read in place" : "");
+  return Status::Ok();
 }
 
 }  // namespace accumulus::data

@@ -1,10 +1,11 @@
 // A data file's content as its reader parses it, whether the file holds it
 // as it is or compressed, as pandas and numpy read them: the file itself,
 // mapped (common/data/mapped_file.h); what a compressed file holds (gzip, as
-// MNIST's .gz files; bzip2, xz, zstd: common/data/compressed_file.h); or a
+// MNIST's .gz files; bzip2, xz, zstd: common/data/compressed_file.h); a
 // member of a zip archive (a .csv.zip of one file, an array of
 // numpy.savez's .npz) — read in place where it is stored, decompressed into
-// memory where it is compressed.
+// memory where it is compressed; or the one file of a tar archive (.tar,
+// .tar.gz as pandas reads them).
 #pragma once
 
 #include <functional>
@@ -54,6 +55,11 @@ class DataFile {
 
  private:
   DataFile() = default;
+  // The steps of Open: each takes bytes_ to what it holds, or leaves it.
+  Status Decompress(const std::string& field, const std::string& path);
+  Status TakeZipMember(const std::string& field, const std::string& path,
+                       const MemberChoice& choice);
+  Status TakeTarMember(const std::string& field, const std::string& path);
 
   std::unique_ptr<MappedFile> mapped_;
   std::string decompressed_;

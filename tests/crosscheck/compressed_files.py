@@ -18,6 +18,7 @@ import os
 import shutil
 import struct
 import sys
+import tarfile
 import zipfile
 
 import numpy as np
@@ -138,6 +139,22 @@ def main(out):
         with zipfile.ZipFile(Unseekable(f), "w", zipfile.ZIP_DEFLATED) as z:
             z.writestr("t.csv", text)
     cases.append("csv t.csv - streamed.zip - - -")
+
+    # tar archives of one file, as Python's tarfile writes them (pandas'
+    # .tar, .tar.gz...): ustar, GNU and pax (a long, non-ASCII name),
+    # plain and compressed, with a directory entry beside the file.
+    long_name = "données/" + "d" * 120 + "/t.csv"
+    for archive, mode, form, member in (
+            ("t.tar", "w", tarfile.USTAR_FORMAT, "data/t.csv"),
+            ("t-gnu.tar.gz", "w:gz", tarfile.GNU_FORMAT, long_name),
+            ("t-pax.tar.xz", "w:xz", tarfile.PAX_FORMAT, long_name)):
+        with tarfile.open(path(archive), mode, format=form) as t:
+            t.add(out, arcname="data", recursive=False)
+            t.add(path("t.csv"), arcname=member)
+        cases.append("csv t.csv - %s - - -" % archive)
+    with tarfile.open(path("x.tar.bz2"), "w:bz2") as t:
+        t.add(path("x.npy"), arcname="x.npy")
+    cases.append("npy x.npy y.npy x.tar.bz2 y.npy - -")
 
     # Members compressed with zipfile's other methods: bzip2 and LZMA.
     for method, name in ((zipfile.ZIP_BZIP2, "bzip2"), (zipfile.ZIP_LZMA, "lzma")):

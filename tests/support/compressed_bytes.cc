@@ -5,6 +5,7 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace accumulus::testing {
@@ -110,6 +111,36 @@ std::string ZipLzma(const std::string& data, bool end_marker) {
   }
   out.resize(size);
   return out;
+}
+
+std::string Tar(const std::vector<TarEntry>& entries) {
+  std::string archive;
+  for (const TarEntry& e : entries) {
+    std::string header(512, '\0');
+    header.replace(0, std::min<size_t>(e.name.size(), 100), e.name.substr(0, 100));
+    const auto octal = [&](size_t at, size_t width, uint64_t value) {
+      std::string digits(width - 1, '0');
+      for (size_t i = width - 1; i-- > 0; value >>= 3)
+        digits[i] = static_cast<char>('0' + (value & 7));
+      header.replace(at, width - 1, digits);
+    };
+    octal(100, 8, 0644);
+    octal(108, 8, 0);
+    octal(116, 8, 0);
+    octal(124, 12, e.data.size());
+    octal(136, 12, 0);
+    header[156] = e.type;
+    header.replace(257, 8,
+                   std::string("ustar\0"
+                               "00",
+                               8));
+    header.replace(148, 8, std::string(8, ' '));
+    uint64_t sum = 0;
+    for (char c : header) sum += static_cast<unsigned char>(c);
+    octal(148, 7, sum);
+    archive += header + e.data + std::string((512 - e.data.size() % 512) % 512, '\0');
+  }
+  return archive + std::string(1024, '\0');
 }
 
 namespace {

@@ -1,4 +1,4 @@
-// Compressed files and zip archives made in memory, with zlib, libbz2,
+// Compressed files, tar and zip archives made in memory, with zlib, libbz2,
 // liblzma and libzstd, for the tests of the readers that take them
 // (common/data/data_file.h). Files as the tools
 // themselves write them are the crosscheck's (tests/crosscheck/
@@ -51,6 +51,16 @@ struct ZipEntry {
   // an end marker), 93 zstd, 95 xz.
   uint16_t compressed_with = 0;
 };
+
+struct TarEntry {
+  std::string name;
+  std::string data;
+  char type = '0';  // '0' a file, '5' a directory, 'x' a pax header, 'L' a GNU long name
+};
+
+// A POSIX ustar archive of `entries`, in order, with its two zero blocks
+// at the end.
+std::string Tar(const std::vector<TarEntry>& entries);
 
 // A zip archive of `entries`, in order; zip64 end records when `zip64_end`.
 std::string Zip(const std::vector<ZipEntry>& entries, bool zip64_end = false,

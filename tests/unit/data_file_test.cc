@@ -1,7 +1,7 @@
 // Archived data files: zip archives (zip_archive.h), and the data file that
-// reads a file compressed (compressed_file_test.cc), archived or plain as
-// its reader needs it (data_file.h). Damaged, cut and lying files are refused in words that
-// name the file, the member and the byte, before any memory is taken on
+// reads a file compressed (compressed_file_test.cc), archived (zip, and tar:
+// tar_archive_test.cc) or plain as its reader needs it (data_file.h). Damaged, cut and lying files
+// are refused in words that name the file, the member and the byte, before any memory is taken on
 // their word.
 #include "common/data/data_file.h"
 
@@ -283,6 +283,41 @@ TEST_F(DataFileTest, ANpzArrayIsChosenByNumpysKeyAndTheArchiveListedWhenItIsNot)
   EXPECT_EQ(DataFile::Open("data.path", plain, choice).status().message(),
             "data.array \"x\" names a member of a zip archive (.npz), and data.path " + plain +
                 " is not one: leave data.array out");
+}
+
+TEST_F(DataFileTest, ATarOfOneFileIsThatFilePlainOrCompressed) {
+  const std::string text = CompressibleText(3000);
+  const std::string tar = testing::Tar({{"data/", "", '5'},
+                                        {"old/", "", '0'},
+                                        {"data/t.csv", text},
+                                        {"data/._t.csv", "AppleDouble"}});
+  const std::string plain = Write("t.tar", tar);
+  const auto file = DataFile::Open("data.path", plain);
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  EXPECT_EQ((*file)->bytes(), text);
+  EXPECT_EQ((*file)->name(), plain + "[data/t.csv]");
+  EXPECT_EQ((*file)->reading(), "member data/t.csv of a tar archive: read in place");
+
+  const std::string gz = Write("t.tar.gz", testing::Gzip(tar));
+  const auto unpacked = DataFile::Open("data.path", gz);
+  ASSERT_TRUE(unpacked.ok()) << unpacked.status().ToString();
+  EXPECT_EQ((*unpacked)->bytes(), text);
+  EXPECT_EQ((*unpacked)->name(), gz + "[data/t.csv]");
+  EXPECT_EQ((*unpacked)->reading(),
+            "gzip-compressed, decompressed in memory: " + std::to_string(tar.size()) +
+                " bytes; member data/t.csv of a tar archive");
+}
+
+TEST_F(DataFileTest, ATarOfSeveralFilesOrNoneSaysWhatItHolds) {
+  const std::string two =
+      Write("two.tar.xz", testing::Xz(testing::Tar({{"a.csv", "1\n"}, {"b.csv", "2\n"}})));
+  EXPECT_EQ(DataFile::Open("data.path", two).status().message(),
+            "data.path " + two +
+                " (decompressed): a tar archive of 2 files (a.csv, b.csv); a tar of one file is "
+                "read: extract the one to use");
+  const std::string none = Write("none.tar", testing::Tar({{"d/", "", '5'}}));
+  EXPECT_EQ(DataFile::Open("data.path", none).status().message(),
+            "data.path " + none + ": a tar archive of no file");
 }
 
 TEST(DescribeNpy, SaysTheDtypeAndShapeAsNumpyDoes) {

@@ -397,7 +397,8 @@ def test_several_targets_train_alike_from_a_pandas_csv_and_from_npy(cluster, tmp
     assert losses[0][-1] < losses[0][0]
 
 
-def test_a_csv_compressed_as_pandas_writes_it_trains_as_the_plain_file(cluster, tmp_path):
+def test_a_csv_compressed_or_archived_as_pandas_writes_it_trains_as_the_plain_file(
+        cluster, tmp_path):
     np = pytest.importorskip("numpy")
     pandas = pytest.importorskip("pandas")
     pytest.importorskip("zstandard")  # pandas' .zst
@@ -405,7 +406,8 @@ def test_a_csv_compressed_as_pandas_writes_it_trains_as_the_plain_file(cluster, 
     frame = pandas.DataFrame(rng.normal(size=(48, 3)), columns=["a", "b", "c"])
     frame["label"] = (frame["a"] > 0).astype(int) + (frame["c"] > 0.5).astype(int)
     # pandas picks the compression from the ending.
-    names = ["t.csv", "t.csv.gz", "t.csv.bz2", "t.csv.xz", "t.csv.zst", "t.csv.zip"]
+    names = ["t.csv", "t.csv.gz", "t.csv.bz2", "t.csv.xz", "t.csv.zst", "t.csv.zip",
+             "t.csv.tar", "t.csv.tar.gz"]
     for name in names:
         frame.to_csv(tmp_path / name, index=False)
 
