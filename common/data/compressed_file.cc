@@ -42,6 +42,9 @@ bool IsBzip2(std::string_view bytes) {
          (bytes.substr(4, 6) == "1AY&SY" || bytes.substr(4, 6) == "\x17\x72\x45\x38\x50\x90"sv);
 }
 
+// An xz stream's header begins so.
+constexpr char kXzMagic[] = {'\xFD', '7', 'z', 'X', 'Z', '\0'};
+
 bool IsZstdFrame(std::string_view bytes) {
   if (bytes.size() < 4) return false;
   const uint64_t magic = LittleEndian(bytes, 0, 4);
@@ -84,10 +87,9 @@ size_t SizeHint(Compression compression, std::string_view bytes) {
 Compression CompressionOf(std::string_view bytes) {
   if (bytes.substr(0, 2) == "\x1F\x8B") return Compression::kGzip;
   if (IsBzip2(bytes)) return Compression::kBzip2;
-  if (bytes.substr(0, 6) ==
-      "\xFD"
-      "7zXZ\x00"sv)
+  if (bytes.substr(0, sizeof(kXzMagic)) == std::string_view(kXzMagic, sizeof(kXzMagic))) {
     return Compression::kXz;
+  }
   if (IsZstdFrame(bytes)) return Compression::kZstd;
   return Compression::kNone;
 }
