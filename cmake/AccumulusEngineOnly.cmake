@@ -1,8 +1,8 @@
 # ACCUMULUS_ENGINE_ONLY: the engine, the GPU tests that need nothing but it
-# and the GPU bench, from LibTorch, the decompressors and the standard library alone. This is
-# scripts/gpu-check.sh's fallback on a GPU machine where the bundle made here
-# cannot run; that machine has torch, CUDA, CMake and a compiler, nothing of
-# Debian's. googletest is built from source: ACCUMULUS_GTEST_SOURCE_DIR
+# and the GPU bench, from LibTorch, the decompressors and the standard
+# library alone. This is scripts/gpu-check.sh's fallback on a GPU machine
+# where the bundle made here cannot run; that machine has torch, CUDA, CMake
+# and a compiler, nothing of Debian's. googletest is built from source: ACCUMULUS_GTEST_SOURCE_DIR
 # (Debian's /usr/src/googletest, which the bundle carries); gloo's headers
 # come from ACCUMULUS_GLOO_INCLUDE_DIR, and the decompressors' as
 # cmake/AccumulusDecompressors.cmake says (also carried).

@@ -96,6 +96,8 @@ Compression CompressionOf(std::string_view bytes) {
 
 const char* CompressionName(Compression compression) { return FormatOf(compression).name; }
 
+const char* DecompressionTool(Compression compression) { return FormatOf(compression).tool; }
+
 StatusOr<std::string> Decompress(Compression compression, const std::string& field,
                                  const std::string& path, std::string_view bytes, size_t max_size,
                                  uint64_t memory_limit) {

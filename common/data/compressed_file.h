@@ -21,6 +21,8 @@ Compression CompressionOf(std::string_view bytes);
 
 // "gzip", "bzip2", "xz", "zstd".
 const char* CompressionName(Compression compression);
+// What decompresses a file on disk: "gunzip", "bunzip2", "unxz", "unzstd".
+const char* DecompressionTool(Compression compression);
 
 // What the file holds, every stream in turn; zero bytes after the last
 // (tape padding, xz's stream padding) are ignored. INVALID_ARGUMENT "FIELD

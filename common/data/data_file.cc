@@ -83,20 +83,20 @@ StatusOr<std::unique_ptr<DataFile>> DataFile::Open(const std::string& field,
                                    "\" names a member of a zip archive (.npz), and " + field + " " +
                                    path + " is not one: leave " + choice.field + " out");
   }
-  Status opened = zip ? file->TakeZipMember(field, path, choice) : file->Decompress(field, path);
+  Status opened =
+      zip ? file->TakeZipMember(field, path, choice) : file->TakeDecompressed(field, path);
   if (opened.ok() && TarArchive::Is(file->bytes_)) opened = file->TakeTarMember(field, path);
   if (!opened.ok()) return opened;
   return file;
 }
 
-Status DataFile::Decompress(const std::string& field, const std::string& path) {
+Status DataFile::TakeDecompressed(const std::string& field, const std::string& path) {
   const Compression compression = CompressionOf(bytes_);
   if (compression == Compression::kNone) return Status::Ok();
   // The content, and the decoder's window or dictionary besides, each
   // within the budget.
   const size_t budget = DecompressionBudget();
-  StatusOr<std::string> content =
-      data::Decompress(compression, field, path, bytes_, budget, budget);
+  StatusOr<std::string> content = Decompress(compression, field, path, bytes_, budget, budget);
   if (!content.ok()) return content.status();
   decompressed_ = std::move(*content);
   mapped_.reset();

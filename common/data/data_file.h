@@ -56,7 +56,7 @@ class DataFile {
  private:
   DataFile() = default;
   // The steps of Open: each takes bytes_ to what it holds, or leaves it.
-  Status Decompress(const std::string& field, const std::string& path);
+  Status TakeDecompressed(const std::string& field, const std::string& path);
   Status TakeZipMember(const std::string& field, const std::string& path,
                        const MemberChoice& choice);
   Status TakeTarMember(const std::string& field, const std::string& path);

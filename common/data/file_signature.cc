@@ -13,10 +13,7 @@ std::string FileSignatureHint(std::string_view bytes) {
     const char* hint;
   };
   using namespace std::string_view_literals;
-  static constexpr std::array<Signature, 6> kSignatures = {{
-      {"\x1F\x8B"sv,
-       "the data is gzip-compressed inside the file's own compression: decompress it first "
-       "(gunzip)"},
+  static constexpr std::array<Signature, 5> kSignatures = {{
       {"PK\x03\x04"sv,
        "the data is a zip archive inside the file's own compression or archive: extract it "
        "first"},
@@ -31,19 +28,10 @@ std::string FileSignatureHint(std::string_view bytes) {
     if (bytes.substr(0, s.magic.size()) == s.magic) return s.hint;
   }
   // The readers see what the file held, decompressed: compressed again.
-  switch (CompressionOf(bytes)) {
-    case Compression::kBzip2:
-      return "the data is bzip2-compressed inside the file's own compression: decompress it "
-             "first (bunzip2)";
-    case Compression::kXz:
-      return "the data is xz-compressed inside the file's own compression: decompress it first "
-             "(unxz)";
-    case Compression::kZstd:
-      return "the data is zstd-compressed inside the file's own compression: decompress it "
-             "first (unzstd)";
-    case Compression::kGzip:  // in the table above
-    case Compression::kNone:
-      break;
+  if (const Compression compression = CompressionOf(bytes); compression != Compression::kNone) {
+    return std::string("the data is ") + CompressionName(compression) +
+           "-compressed inside the file's own compression: decompress it first (" +
+           DecompressionTool(compression) + ")";
   }
   // The other formats read, where a job names the wrong kind: .npy's magic;
   // a safetensors file's header length (which must fit the file), then its
