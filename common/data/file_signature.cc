@@ -39,18 +39,24 @@ std::string FileSignatureHint(std::string_view bytes) {
   if (bytes.substr(0, 6) == "\x93NUMPY") {
     return "the file is a NumPy .npy file: data.kind \"npy\" reads it";
   }
-  if (bytes.size() >= 10 && bytes[8] == '{' && bytes[9] == '"') {
-    if (LittleEndian(bytes, 0, 8) <= bytes.size() - 8) {
-      return "the file is a safetensors file: data.kind \"safetensors\" reads it";
-    }
+  if (IsSafetensors(bytes)) {
+    return "the file is a safetensors file: data.kind \"safetensors\" reads it";
   }
-  // Pickle protocols 2 to 5 begin with PROTO and the protocol's number.
-  if (bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x80 && bytes[1] >= 2 &&
-      bytes[1] <= 5) {
+  if (IsPickle(bytes)) {
     return "the file is a Python pickle, which is never loaded (it runs code): save arrays with "
            "numpy.save";
   }
   return "";
+}
+
+bool IsPickle(std::string_view bytes) {
+  return bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x80 && bytes[1] >= 2 &&
+         bytes[1] <= 5;
+}
+
+bool IsSafetensors(std::string_view bytes) {
+  return bytes.size() >= 10 && bytes[8] == '{' && bytes[9] == '"' &&
+         LittleEndian(bytes, 0, 8) <= bytes.size() - 8;
 }
 
 }  // namespace accumulus::data

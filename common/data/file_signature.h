@@ -18,4 +18,12 @@ namespace accumulus::data {
 // (unxz)"); "" otherwise.
 std::string FileSignatureHint(std::string_view bytes);
 
+// Whether `bytes` begin as a Python pickle of protocol 2 to 5 does (PROTO
+// and the protocol's number): torch.save's legacy format, pickle.dump.
+bool IsPickle(std::string_view bytes);
+
+// Whether `bytes` begin as a safetensors file does: its header's length,
+// which must fit the file, then the header's JSON object and a key.
+bool IsSafetensors(std::string_view bytes);
+
 }  // namespace accumulus::data

@@ -5,6 +5,7 @@
 
 #include <sstream>
 
+#include "common/model_file.h"
 #include "worker/engine/charlm.h"
 #include "worker/engine/cnn.h"
 #include "worker/engine/durable_file.h"
@@ -138,6 +139,9 @@ StatusOr<std::unique_ptr<Model>> BuildModel(const ModelConfig& config, const Dat
       if (config.checkpoint_activations) {
         return Status::InvalidArgument(
             "model.activation_checkpointing is for the built-in models, not \"torchscript\"");
+      }
+      if (Status file = CheckTorchScriptFile("model.path", config.path); !file.ok()) {
+        return file;
       }
       try {
         return std::unique_ptr<Model>(new ScriptModel(torch::jit::load(config.path)));
