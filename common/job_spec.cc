@@ -421,6 +421,22 @@ void CheckData(Violations* bad, const v1::DataSpec& data, const v1::ModelSpec& m
                                    : "\"classification\" or \"regression\"") +
                               ")");
   }
+  // A loss takes its task's targets: cross-entropy class labels (token ids
+  // for language modeling), squared error real values.
+  const bool real_targets = task == v1::DATA_TASK_REGRESSION;
+  if (!bad->AnyOf("model.loss", "data.task") && model.loss() == v1::LOSS_MSE && !real_targets) {
+    bad->Add("model.loss",
+             "model.loss \"mse\" needs the real-valued targets of data.task "
+             "\"regression\"; data.task " +
+                 Quoted(task) + " has class labels: leave model.loss out (cross_entropy)");
+  }
+  if (!bad->AnyOf("model.loss", "data.task") && model.loss() == v1::LOSS_CROSS_ENTROPY &&
+      real_targets) {
+    bad->Add("model.loss",
+             "model.loss \"cross_entropy\" needs class labels; data.task \"regression\" has "
+             "real-valued targets: leave model.loss out (mse), or make them classes with "
+             "data.task \"classification\"");
+  }
   if (!synthetic && !bad->Any("data.kind") && data.path().empty()) {
     bad->Add("data.path", "data.path is required for data.kind " + Quoted(data.kind()));
   }

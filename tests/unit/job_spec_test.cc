@@ -315,6 +315,15 @@ INSTANTIATE_TEST_SUITE_P(
         BadField{"ModelForTask", "model: {kind: charlm}",
                  "model.kind \"charlm\" cannot train on data.task \"classification\" (it takes "
                  "\"language_modeling\")"},
+        BadField{"MseOnClassLabels", "model: {loss: mse}",
+                 "model.loss \"mse\" needs the real-valued targets of data.task \"regression\"; "
+                 "data.task \"classification\" has class labels: leave model.loss out "
+                 "(cross_entropy)"},
+        BadField{"CrossEntropyOnRealTargets",
+                 "model: {loss: cross_entropy}\ndata: {task: regression}",
+                 "model.loss \"cross_entropy\" needs class labels; data.task \"regression\" has "
+                 "real-valued targets: leave model.loss out (mse), or make them classes with "
+                 "data.task \"classification\""},
         BadField{"Heads", "model: {d_model: 100, heads: 3}",
                  "model.d_model 100 is not divisible by model.heads 3"},
         BadField{"HiddenWidth", "model: {hidden: [0]}", "model.hidden[1] 0 must be positive"},
