@@ -41,7 +41,7 @@ Workload MakeWorkload(const TrainConfig& config, int64_t micro, const torch::Dev
   Workload w;
   w.data = *MakeDataset(config.data);
   torch::manual_seed(0);
-  w.model = *BuildModel(config.model, w.data->shape());
+  w.model = *BuildModel(config.model, w.data->shape(), LossOf(config.model.loss, config.data.task));
   w.model->To(device);
   w.optimizer = std::make_unique<torch::optim::SGD>(w.model->Parameters(),
                                                     torch::optim::SGDOptions(0.01).momentum(0.9));

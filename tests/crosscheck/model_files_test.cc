@@ -30,10 +30,13 @@ TEST(ModelFiles, TorchScriptLoadsAndEveryOtherSavedModelIsNamedForWhatItIs) {
   while (cases >> file >> expected) {
     SCOPED_TRACE(file);
     for (char& c : expected) c = c == '_' ? ' ' : c;
+    DataShape shape;
+    shape.features = 6;
+    shape.outputs = 3;
     ModelConfig config;
     config.kind = ModelKind::kTorchScript;
     config.path = dir + "/" + file;
-    StatusOr<std::unique_ptr<Model>> model = BuildModel(config, DataShape{});
+    StatusOr<std::unique_ptr<Model>> model = BuildModel(config, shape, LossKind::kCrossEntropy);
     if (expected == "ok") {
       ASSERT_TRUE(model.ok()) << model.status().ToString();
       ++loaded;

@@ -94,7 +94,8 @@ class PythonReferenceTest : public ::testing::Test {
   void ExportInitialWeights(const TrainConfig& c) {
     std::unique_ptr<Dataset> data = *MakeDataset(c.data);
     torch::manual_seed(c.seed);
-    std::unique_ptr<Model> initial = *BuildModel(c.model, data->shape());
+    std::unique_ptr<Model> initial =
+        *BuildModel(c.model, data->shape(), LossOf(c.model.loss, c.data.task));
     ASSERT_TRUE(initial->Save(dir_ + "/initial.pt").ok());
   }
 

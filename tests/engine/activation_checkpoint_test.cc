@@ -72,7 +72,8 @@ Pass ForwardBackward(TrainConfig c, bool checkpoint, Precision precision, int64_
   c.model.checkpoint_activations = checkpoint;
   std::unique_ptr<Dataset> data = *MakeDataset(c.data);
   torch::manual_seed(c.seed);
-  std::unique_ptr<Model> model = *BuildModel(c.model, data->shape());
+  std::unique_ptr<Model> model =
+      *BuildModel(c.model, data->shape(), LossOf(c.model.loss, c.data.task));
   const Batch batch = data->Gather(torch::arange(samples));
   const LossKind loss = LossOf(c.model.loss, c.data.task);
 

@@ -67,7 +67,7 @@ struct ProbeSetup {
       // The meter first, as in Train: the data and the model count too.
       : memory(*MakeMemoryMeter(torch::kCPU)), data(*MakeDataset(c.data)) {
     torch::manual_seed(c.seed);
-    model = *BuildModel(c.model, data->shape());
+    model = *BuildModel(c.model, data->shape(), LossOf(c.model.loss, c.data.task));
     request.model = model.get();
     request.loss = LossOf(c.model.loss, c.data.task);
     request.data = data.get();

@@ -43,7 +43,8 @@ TrainConfig SmallConfig(int64_t micro, int64_t accumulation, OptimizerKind optim
 std::vector<torch::Tensor> FullBatchReference(const TrainConfig& c) {
   std::unique_ptr<Dataset> data = *MakeSyntheticDataset(c.data);
   torch::manual_seed(c.seed);
-  std::unique_ptr<Model> model = *BuildModel(c.model, data->shape());
+  std::unique_ptr<Model> model =
+      *BuildModel(c.model, data->shape(), LossOf(c.model.loss, c.data.task));
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   if (c.optimizer.kind == OptimizerKind::kSgd) {
     optimizer = std::make_unique<torch::optim::SGD>(model->Parameters(),

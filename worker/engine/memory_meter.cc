@@ -50,6 +50,19 @@ class CudaMemoryMeter final : public MemoryMeter {
 
 }  // namespace
 
+int64_t RefusedAllocations(const torch::Device& device) {
+  if (device.is_cpu()) {
+    const TrackingCpuAllocator* allocator = TrackingCpuAllocator::Installed();
+    return allocator != nullptr ? allocator->refusals() : 0;
+  }
+#ifdef ACCUMULUS_WITH_CUDA
+  if (device.is_cuda()) {
+    return c10::cuda::CUDACachingAllocator::getDeviceStats(device.index()).num_ooms;
+  }
+#endif
+  return 0;
+}
+
 int64_t ProcessRssBytes() {
   std::ifstream statm("/proc/self/statm");
   int64_t size_pages = 0;

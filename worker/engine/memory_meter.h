@@ -36,6 +36,14 @@ class MemoryMeter {
   virtual void ReleaseCachedBlocks() {}
 };
 
+// How many allocations on `device` have been refused for want of memory in
+// this process: the counting allocator's refusals on the CPU (0 before it
+// is installed), the caching allocator's out-of-memory count on CUDA. An
+// error thrown while it rose is an out-of-memory error, whatever it became
+// on its way up (the TorchScript interpreter rethrows every error as
+// std::runtime_error).
+int64_t RefusedAllocations(const torch::Device& device);
+
 // The resident set size of this process (all its memory in RAM: tensors,
 // allocator caches, libraries), from /proc/self/statm; 0 where unavailable.
 int64_t ProcessRssBytes();

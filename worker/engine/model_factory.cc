@@ -9,7 +9,9 @@
 #include "worker/engine/charlm.h"
 #include "worker/engine/cnn.h"
 #include "worker/engine/durable_file.h"
+#include "worker/engine/memory_meter.h"
 #include "worker/engine/mlp.h"
+#include "worker/engine/model_output.h"
 #include "worker/engine/state_dict.h"
 
 namespace accumulus::engine {
@@ -42,13 +44,52 @@ class NnModel final : public Model {
 // A TorchScript module (torch.jit.script or torch.jit.trace, then save).
 class ScriptModel final : public Model {
  public:
-  explicit ScriptModel(torch::jit::Module module) : module_(std::move(module)) { module_.train(); }
-  torch::Tensor Forward(const torch::Tensor& inputs) override {
-    return module_.forward({inputs}).toTensor();
+  ScriptModel(torch::jit::Module module, const std::string& name, OutputContract contract)
+      : module_(std::move(module)), name_(name), contract_(std::move(contract)) {
+    module_.train();
   }
+  // What its forward pass throws is the module's doing, and the spec's
+  // fault (ModelMismatch) — but for what the device or the process runs
+  // out of, and a peer's failure. The output must be what the loss takes.
+  torch::Tensor Forward(const torch::Tensor& inputs) override {
+    const int64_t refused = RefusedAllocations(inputs.device());
+    c10::IValue out;
+    try {
+      out = module_.forward({inputs});
+    } catch (const c10::OutOfMemoryError&) {
+      throw;
+    } catch (const c10::AcceleratorError&) {
+      throw;
+    } catch (const c10::DistError&) {
+      throw;
+    } catch (const std::exception& e) {
+      // LibTorch's own errors, the interpreter's (a runtime_error with the
+      // module's traceback) and what the module raises (JITException).
+      const auto* error = dynamic_cast<const c10::Error*>(&e);
+      const std::string why = error != nullptr ? error->what_without_backtrace() : e.what();
+      // The interpreter hands an out-of-memory error on as a runtime_error.
+      TORCH_CHECK_WITH(OutOfMemoryError, RefusedAllocations(inputs.device()) == refused, name_,
+                       "'s forward pass ran out of memory: ", why);
+      throw ModelMismatch(name_ + "'s forward pass fails on inputs " + ShapeText(inputs.sizes()) +
+                          " (" + c10::toString(inputs.scalar_type()) + "): " + why);
+    }
+    if (!out.isTensor()) {
+      throw ModelMismatch(name_ + "'s forward pass returns a " + out.tagKind() +
+                          "; the loss takes one tensor: return the logits (or the "
+                          "predictions) alone");
+    }
+    torch::Tensor outputs = out.toTensor();
+    contract_.Check(inputs, outputs);
+    return outputs;
+  }
+  // Frozen parameters (requires_grad=False) are not trained: they get no
+  // gradient, no optimizer state and no place in a checkpoint (a resumed
+  // run loads them from model.path again).
   std::vector<torch::Tensor> Parameters() const override {
     std::vector<torch::Tensor> out;
-    for (const auto& p : module_.parameters()) out.push_back(p);
+    for (const auto& p : module_.parameters()) {
+      if (p.requires_grad()) out.push_back(p);
+    }
     return out;
   }
   std::vector<torch::Tensor> Buffers() const override {
@@ -77,7 +118,35 @@ class ScriptModel final : public Model {
 
  private:
   mutable torch::jit::Module module_;
+  const std::string name_;
+  const OutputContract contract_;
 };
+
+// Where a loaded module cannot train at all: its forward pass takes
+// other than the one input a job passes, or nothing in it requires grad.
+Status CheckTrainable(const torch::jit::Module& module, const std::string& name) {
+  const std::optional<torch::jit::Method> forward = module.find_method("forward");
+  if (!forward) return Status::InvalidArgument(name + " has no forward method");
+  std::vector<std::string> required;
+  const std::vector<c10::Argument>& arguments = forward->function().getSchema().arguments();
+  for (size_t i = 1; i < arguments.size(); ++i) {  // [0] is self
+    if (!arguments[i].default_value()) required.push_back(arguments[i].name());
+  }
+  if (required.size() != 1) {
+    std::string listed;
+    for (const std::string& a : required) listed += (listed.empty() ? "" : ", ") + a;
+    return Status::InvalidArgument(name + "'s forward takes " + std::to_string(required.size()) +
+                                   " inputs without defaults" +
+                                   (listed.empty() ? "" : " (" + listed + ")") +
+                                   "; a job passes one: a micro-batch of the data's inputs");
+  }
+  bool trainable = false;
+  for (const torch::Tensor& p : module.parameters()) trainable |= p.requires_grad();
+  if (!trainable) {
+    return Status::InvalidArgument(name + " has no trainable parameters (none requires grad)");
+  }
+  return Status::Ok();
+}
 
 template <typename Holder>
 std::unique_ptr<Model> Wrap(Holder module) {
@@ -102,7 +171,8 @@ int64_t Model::CountParameters() const {
   return n;
 }
 
-StatusOr<std::unique_ptr<Model>> BuildModel(const ModelConfig& config, const DataShape& data) {
+StatusOr<std::unique_ptr<Model>> BuildModel(const ModelConfig& config, const DataShape& data,
+                                            LossKind loss) {
   switch (config.kind) {
     case ModelKind::kMlp:
       if (data.features <= 0 || data.outputs <= 0) {
@@ -144,7 +214,11 @@ StatusOr<std::unique_ptr<Model>> BuildModel(const ModelConfig& config, const Dat
         return file;
       }
       try {
-        return std::unique_ptr<Model>(new ScriptModel(torch::jit::load(config.path)));
+        torch::jit::Module module = torch::jit::load(config.path);
+        const std::string name = "model.path " + config.path + ": the module";
+        if (Status s = CheckTrainable(module, name); !s.ok()) return s;
+        return std::unique_ptr<Model>(
+            new ScriptModel(std::move(module), name, OutputContract(name, loss, data)));
       } catch (const c10::Error& e) {
         return Status::InvalidArgument("model.path " + config.path +
                                        ": not a TorchScript module (" + e.what_without_backtrace() +

@@ -11,6 +11,7 @@
 
 #include "common/status.h"
 #include "worker/engine/dataset.h"
+#include "worker/engine/loss.h"
 #include "worker/engine/train_config.h"
 
 namespace accumulus::engine {
@@ -43,8 +44,10 @@ class Model {
 // The model `config` names, shaped for the data. Built-in parameters are
 // initialized from LibTorch's global generator: seed it first
 // (torch::manual_seed) for a reproducible initialization. TorchScript models
-// come with their parameters from config.path.
-StatusOr<std::unique_ptr<Model>> BuildModel(const ModelConfig& config, const DataShape& data);
+// come with their parameters from config.path, and their every output is
+// checked against what `loss` takes (model_output.h).
+StatusOr<std::unique_ptr<Model>> BuildModel(const ModelConfig& config, const DataShape& data,
+                                            LossKind loss);
 
 StatusOr<std::unique_ptr<torch::optim::Optimizer>> BuildOptimizer(
     const OptimizerConfig& config, std::vector<torch::Tensor> parameters);

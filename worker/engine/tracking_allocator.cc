@@ -25,10 +25,13 @@ TrackingCpuAllocator* TrackingCpuAllocator::Install() {
   return allocator;
 }
 
+const TrackingCpuAllocator* TrackingCpuAllocator::Installed() { return instance; }
+
 c10::DataPtr TrackingCpuAllocator::allocate(size_t bytes) {
   if (bytes == 0) return {nullptr, nullptr, &Free, c10::Device(c10::DeviceType::CPU)};
   const int64_t limit = limit_.load(std::memory_order_relaxed);
   if (limit > 0 && current_bytes() + static_cast<int64_t>(bytes) > limit) {
+    refusals_.fetch_add(1, std::memory_order_relaxed);
     TORCH_CHECK_WITH(OutOfMemoryError, false, "CPU out of memory: tried to allocate ", bytes,
                      " bytes with ", current_bytes(), " of the ", limit,
                      "-byte memory budget in use");

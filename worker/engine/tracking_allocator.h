@@ -18,6 +18,8 @@ class TrackingCpuAllocator final : public c10::Allocator {
   // The process-wide instance, installed as LibTorch's CPU allocator on the
   // first call (with a priority above the default allocator's).
   static TrackingCpuAllocator* Install();
+  // The instance if it is installed, else nullptr.
+  static const TrackingCpuAllocator* Installed();
 
   c10::DataPtr allocate(size_t bytes) override;
   c10::DeleterFnPtr raw_deleter() const override { return &Free; }
@@ -38,6 +40,8 @@ class TrackingCpuAllocator final : public c10::Allocator {
   // device does, so the same recovery path runs on the CPU. 0: no limit.
   void set_limit_bytes(int64_t bytes) { limit_.store(bytes, std::memory_order_relaxed); }
   int64_t limit_bytes() const { return limit_.load(std::memory_order_relaxed); }
+  // Allocations refused for the budget so far.
+  int64_t refusals() const { return refusals_.load(std::memory_order_relaxed); }
 
  private:
   TrackingCpuAllocator() = default;
@@ -47,6 +51,7 @@ class TrackingCpuAllocator final : public c10::Allocator {
   mutable std::atomic<int64_t> current_{0};
   mutable std::atomic<int64_t> peak_{0};
   std::atomic<int64_t> limit_{0};
+  std::atomic<int64_t> refusals_{0};
 };
 
 }  // namespace accumulus::engine

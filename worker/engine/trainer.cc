@@ -21,6 +21,7 @@
 #include "worker/engine/micro_batch_graph.h"
 #include "worker/engine/micro_batch_probe.h"
 #include "worker/engine/model_factory.h"
+#include "worker/engine/model_output.h"
 #include "worker/engine/phase_clock.h"
 #include "worker/engine/process_group_sync.h"
 #include "worker/engine/resume.h"
@@ -184,7 +185,8 @@ Status TrainingRun::Prepare() {
   if (!dataset.ok()) return dataset.status().WithFault(Fault::kData);
   data_ = std::move(*dataset);
   torch::manual_seed(config_.seed);
-  StatusOr<std::unique_ptr<Model>> model = BuildModel(config_.model, data_->shape());
+  loss_ = LossOf(config_.model.loss, config_.data.task);
+  StatusOr<std::unique_ptr<Model>> model = BuildModel(config_.model, data_->shape(), loss_);
   if (!model.ok()) return model.status().WithFault(Fault::kSpec);
   model_ = std::move(*model);
   model_->To(device_);
@@ -198,7 +200,6 @@ Status TrainingRun::Prepare() {
   if (!optimizer.ok()) return optimizer.status();
   optimizer_ = std::move(*optimizer);
 
-  loss_ = LossOf(config_.model.loss, config_.data.task);
   Model* model_ptr = model_.get();
   window_ = std::make_unique<WindowAccumulator>(
       parameters_, [model_ptr](const torch::Tensor& x) { return model_ptr->Forward(x); }, loss_,
@@ -580,6 +581,8 @@ Status Train(const TrainConfig& config, EventSink* sink, const TrainOptions& opt
                "the data set does not fit" +
                budget + "): " + e.what_without_backtrace())
         .WithFault(Fault::kMemory);
+  } catch (const ModelMismatch& e) {
+    return Status::InvalidArgument(e.what()).WithFault(Fault::kSpec);
   } catch (const c10::DistError& e) {
     // A collective or the rendezvous store: a peer is gone or late.
     return Status::Unavailable(std::string("collective: ") + e.what_without_backtrace())

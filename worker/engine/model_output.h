@@ -1,0 +1,48 @@
+// What the job's loss takes from a model's forward pass, checked on every
+// micro-batch (sizes only: no host sync). The built-in models are made to
+// fit; a module the user brings (TorchScript) may not, and would otherwise
+// fail inside the loss in LibTorch's words, on CUDA as a device-side assert
+// that ends the process, or — squared error broadcasts [N] against [N, 1]
+// to [N, N] — not fail at all and train on a wrong loss.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "worker/engine/dataset.h"
+#include "worker/engine/loss.h"
+
+namespace accumulus::engine {
+
+// A model that does not fit the job: its forward pass fails, or returns
+// what the loss cannot take. The message names the model ("model.path
+// PATH: the module") and both shapes. Train reports it as the spec's fault
+// (INVALID_ARGUMENT), which no restart retries.
+class ModelMismatch : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// "[16, 10]"
+std::string ShapeText(torch::IntArrayRef sizes);
+
+class OutputContract {
+ public:
+  // `model` names the model in messages: "model.path /m/net.pt: the module".
+  OutputContract(std::string model, LossKind loss, const DataShape& data);
+
+  // Throws ModelMismatch where `outputs`, the forward of `inputs`, is not
+  // what the loss takes: class logits [N, C] with C at least the data's
+  // classes; regression targets exactly [N, M]; token logits [N, L, V].
+  // Floating point, and (where gradients are recorded) differentiable.
+  void Check(const torch::Tensor& inputs, const torch::Tensor& outputs) const;
+
+ private:
+  std::string model_;
+  LossKind loss_;
+  DataShape data_;
+};
+
+}  // namespace accumulus::engine
