@@ -421,6 +421,21 @@ void CheckData(Violations* bad, const v1::DataSpec& data, const v1::ModelSpec& m
                                    : "\"classification\" or \"regression\"") +
                               ")");
   }
+  // Token files hold sequences of ids, and only they (or synthetic text)
+  // hold sequences: CSV tables and arrays hold a sample's values.
+  if (!bad->AnyOf("data.kind", "data.task") && data.kind() == v1::DATA_KIND_TOKENS &&
+      task != v1::DATA_TASK_LANGUAGE_MODELING) {
+    bad->Add("data.task",
+             "data.kind \"tokens\" holds token sequences, for data.task "
+             "\"language_modeling\" (got " +
+                 Quoted(task) + ")");
+  } else if (!bad->AnyOf("data.kind", "data.task") && task == v1::DATA_TASK_LANGUAGE_MODELING &&
+             !synthetic && data.kind() != v1::DATA_KIND_TOKENS) {
+    bad->Add("data.kind",
+             "data.task \"language_modeling\" reads token sequences: data.kind "
+             "\"tokens\" (got " +
+                 Quoted(data.kind()) + ")");
+  }
   // A loss takes its task's targets: cross-entropy class labels (token ids
   // for language modeling), squared error real values.
   const bool real_targets = task == v1::DATA_TASK_REGRESSION;

@@ -315,6 +315,13 @@ INSTANTIATE_TEST_SUITE_P(
         BadField{"ModelForTask", "model: {kind: charlm}",
                  "model.kind \"charlm\" cannot train on data.task \"classification\" (it takes "
                  "\"language_modeling\")"},
+        BadField{"TokensForClassification", "data: {kind: tokens, path: t.bin}",
+                 "data.kind \"tokens\" holds token sequences, for data.task "
+                 "\"language_modeling\" (got \"classification\")"},
+        BadField{"LanguageModelingOnATable",
+                 "model: {kind: charlm}\ndata: {kind: csv, path: t.csv, task: language_modeling}",
+                 "data.task \"language_modeling\" reads token sequences: data.kind \"tokens\" "
+                 "(got \"csv\")"},
         BadField{"MseOnClassLabels", "model: {loss: mse}",
                  "model.loss \"mse\" needs the real-valued targets of data.task \"regression\"; "
                  "data.task \"classification\" has class labels: leave model.loss out "
@@ -328,13 +335,18 @@ INSTANTIATE_TEST_SUITE_P(
                  "model.d_model 100 is not divisible by model.heads 3"},
         BadField{"HiddenWidth", "model: {hidden: [0]}", "model.hidden[1] 0 must be positive"},
         BadField{"Samples", "data: {samples: -5}", "data.samples -5 must not be negative"},
-        BadField{"Uint8Separator", "data: {kind: tokens, path: t.bin, separator: 256}",
-                 "data.separator 256 is not a uint8 token id (0 to 255; data.token_dtype "
-                 "\"uint16\" has 0 to 65535)"},
-        BadField{"Uint16Separator",
-                 "data: {kind: tokens, path: t.bin, token_dtype: uint16, separator: 65536}",
-                 "data.separator 65536 is not a uint16 token id (0 to 65535; data.token_dtype "
-                 "\"uint32\" has 0 to 4294967295)"},
+        BadField{
+            "Uint8Separator",
+            "model: {kind: charlm}\ndata: {kind: tokens, path: t.bin, task: language_modeling, "
+            "separator: 256}",
+            "data.separator 256 is not a uint8 token id (0 to 255; data.token_dtype "
+            "\"uint16\" has 0 to 65535)"},
+        BadField{
+            "Uint16Separator",
+            "model: {kind: charlm}\ndata: {kind: tokens, path: t.bin, task: language_modeling, "
+            "token_dtype: uint16, separator: 65536}",
+            "data.separator 65536 is not a uint16 token id (0 to 65535; data.token_dtype "
+            "\"uint32\" has 0 to 4294967295)"},
         BadField{"NpyLabels", "data: {kind: npy, path: x.npy}",
                  "data.labels_path is required for data.kind \"npy\" (or data.labels_array, for "
                  "labels in data.path's .npz archive)"},
