@@ -151,6 +151,93 @@ TEST_F(FileDatasetTest, IdxImagesAndLabelsRoundTrip) {
   EXPECT_EQ(b.targets.item<int64_t>(), 3);
 }
 
+// A CSV table of `n` rows of `values` pixel columns (pixel j of row i is
+// i + j / 100) and a label column of i % 3 first, as Kaggle's MNIST CSV.
+std::string FlatImageCsv(int64_t n, int64_t values) {
+  std::string csv = "label";
+  for (int64_t j = 0; j < values; ++j) csv += ",p" + std::to_string(j);
+  csv += "\n";
+  for (int64_t i = 0; i < n; ++i) {
+    csv += std::to_string(i % 3);
+    for (int64_t j = 0; j < values; ++j) csv += "," + std::to_string(i + j / 100.0);
+    csv += "\n";
+  }
+  return csv;
+}
+
+TEST_F(FileDatasetTest, CsvRowsOfASquareCountOfPixelsAreImagesOfOneOrThreeChannels) {
+  DataConfig c;
+  c.kind = DataKind::kCsv;
+  c.task = DataTask::kImageClassification;
+  c.label_column = "label";
+  c.path = Write("gray.csv", FlatImageCsv(4, 16));
+  auto gray = LoadCsvDataset(c);
+  ASSERT_TRUE(gray.ok()) << gray.status().ToString();
+  EXPECT_EQ((*gray)->shape().channels, 1);
+  EXPECT_EQ((*gray)->shape().image_size, 4);
+  EXPECT_EQ((*gray)->shape().outputs, 3);
+  Batch b = (*gray)->Gather(torch::tensor({2}));
+  EXPECT_EQ(b.inputs.sizes(), (std::vector<int64_t>{1, 1, 4, 4}));
+  EXPECT_FLOAT_EQ(b.inputs[0][0][1][2].item<float>(), 2 + 6 / 100.0f);  // pixel 6
+  EXPECT_EQ(b.targets.item<int64_t>(), 2);
+  EXPECT_NE((*gray)->reading().find("each sample's 16 values are a 1 × 4 × 4 image"),
+            std::string::npos)
+      << (*gray)->reading();
+
+  // 48 = 3 × 4 × 4, channel by channel as CIFAR-10's rows hold them.
+  c.path = Write("color.csv", FlatImageCsv(4, 48));
+  auto color = LoadCsvDataset(c);
+  ASSERT_TRUE(color.ok()) << color.status().ToString();
+  EXPECT_EQ((*color)->shape().channels, 3);
+  EXPECT_EQ((*color)->shape().image_size, 4);
+  b = (*color)->Gather(torch::tensor({1}));
+  EXPECT_EQ(b.inputs.sizes(), (std::vector<int64_t>{1, 3, 4, 4}));
+  EXPECT_FLOAT_EQ(b.inputs[0][1][0][0].item<float>(), 1 + 16 / 100.0f);  // pixel 16
+
+  c.path = Write("oblong.csv", FlatImageCsv(4, 10));
+  const auto oblong = LoadCsvDataset(c);
+  ASSERT_FALSE(oblong.ok());
+  EXPECT_EQ(oblong.status().message(),
+            "data.path " + c.path +
+                ": 10 values per sample are no square image of 1 or 3 channels (784 = 28 × 28, "
+                "3072 = 3 × 32 × 32), which data.task \"image_classification\" takes");
+}
+
+TEST_F(FileDatasetTest, FlatImagesTrainTheCnnExactlyAsTheSameImagesInTheirShape) {
+  // The same pixels as flat IDX rows [N, 16] and as IDX images [N, 4, 4].
+  std::vector<uint8_t> pixels(24 * 16), labels(24);
+  for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>(i * 37 % 251);
+  for (size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<uint8_t>(i % 3);
+  const auto train = [&](const std::string& images) {
+    TrainConfig c;
+    c.model.kind = ModelKind::kCnn;
+    c.model.hidden = {4};
+    c.model.batch_norm = false;
+    c.data.kind = DataKind::kIdx;
+    c.data.task = DataTask::kImageClassification;
+    c.data.path = images;
+    c.data.labels_path = Write("labels.idx1", Idx({24}, labels));
+    c.optimizer.lr = 0.1;
+    c.micro_batch = 4;
+    c.accumulation_steps = 2;
+    c.epochs = 2;
+    c.seed = 5;
+    testing::RecordingSink sink;
+    std::vector<torch::Tensor> parameters;
+    TrainOptions options;
+    options.final_parameters = &parameters;
+    const Status status = Train(c, &sink, options);
+    EXPECT_TRUE(status.ok()) << status.ToString();
+    EXPECT_EQ(sink.steps.size(), 6u);
+    return parameters;
+  };
+  const std::vector<torch::Tensor> flat = train(Write("flat.idx2", Idx({24, 16}, pixels)));
+  const std::vector<torch::Tensor> square = train(Write("square.idx3", Idx({24, 4, 4}, pixels)));
+  ASSERT_EQ(flat.size(), square.size());
+  ASSERT_FALSE(flat.empty());
+  for (size_t i = 0; i < flat.size(); ++i) EXPECT_TRUE(torch::equal(flat[i], square[i])) << i;
+}
+
 // Big-endian bytes of each value, as IDX stores them.
 template <typename T>
 std::vector<uint8_t> BigEndianBytes(const std::vector<T>& values) {

@@ -1,6 +1,7 @@
 #include "worker/engine/file_datasets.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -130,6 +131,36 @@ StatusOr<FileArray> ReadSafetensor(const std::string& field, const std::string& 
   return read;
 }
 
+// Images given flat, a sample's pixels in one row (MNIST as CSV: 784
+// columns; CIFAR-10's 3,072, channel by channel), for image classification:
+// square images of one channel, or of three in PyTorch's (and CIFAR's)
+// channel-first order. 3 × s² is never a square, so the count tells which.
+// Adds to `reading` what was decided.
+Status ShapeFlatImages(const std::string& path, torch::Tensor* inputs, DataShape* shape,
+                       std::string* reading) {
+  const int64_t n = inputs->size(0);
+  const int64_t values = inputs->size(1);
+  const auto side = [](int64_t area) {
+    auto s = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(area))));
+    return s * s == area ? s : 0;
+  };
+  const int64_t channels = side(values) > 0 ? 1 : values % 3 == 0 && side(values / 3) > 0 ? 3 : 0;
+  if (channels == 0) {
+    return Status::InvalidArgument(
+        "data.path " + path + ": " + std::to_string(values) +
+        " values per sample are no square image of 1 or 3 channels (784 = 28 × 28, 3072 = 3 × 32 "
+        "× 32), which data.task \"image_classification\" takes");
+  }
+  const int64_t size = side(values / channels);
+  *inputs = inputs->reshape({n, channels, size, size});
+  shape->channels = channels;
+  shape->image_size = size;
+  *reading += "; each sample's " + std::to_string(values) + " values are a " +
+              std::to_string(channels) + " × " + std::to_string(size) + " × " +
+              std::to_string(size) + " image" + (channels == 3 ? " (channel-first)" : "");
+  return Status::Ok();
+}
+
 // Samples and labels (or targets) from arrays read where they lie in their
 // files (mapped, or decompressed): the tensors are the only copy. The
 // samples' file is read first, so that its error comes first.
@@ -182,12 +213,14 @@ StatusOr<std::unique_ptr<Dataset>> ArrayDataset(
   DataShape shape;
   shape.features = inputs[0].numel();
   shape.outputs = outputs;
+  std::string reading = Joined(samples_read->reading, labels_read->reading);
   if (sizes.size() == 4 && sizes[2] == sizes[3]) {
     shape.channels = sizes[1];
     shape.image_size = sizes[2];
+  } else if (sizes.size() == 2 && config.task == DataTask::kImageClassification) {
+    if (Status s = ShapeFlatImages(samples_name, &inputs, &shape, &reading); !s.ok()) return s;
   }
-  return std::unique_ptr<Dataset>(new TensorDataset(
-      inputs, targets, shape, Joined(samples_read->reading, labels_read->reading)));
+  return std::unique_ptr<Dataset>(new TensorDataset(inputs, targets, shape, std::move(reading)));
 }
 
 // An array of a .npz archive, chosen by `field`'s key.
@@ -210,7 +243,7 @@ std::string CsvReading(const data::CsvTable& table, const DataConfig& config,
   if (table.row_names) text += ", its first column names the rows (skipped)";
   text += "; " + std::to_string(table.rows) + " samples of " + std::to_string(table.features) +
           " features; ";
-  if (config.task != DataTask::kClassification) {
+  if (config.task == DataTask::kRegression) {
     return text + std::to_string(table.targets_per_row) + " target(s)";
   }
   if (!table.class_names.empty()) {
@@ -230,7 +263,7 @@ StatusOr<std::unique_ptr<Dataset>> LoadCsvDataset(const DataConfig& config) {
   csv.label_column = config.label_column;
   csv.label_columns = config.label_columns;
   csv.header = config.csv_header;
-  csv.classification = config.task == DataTask::kClassification;
+  csv.classification = config.task != DataTask::kRegression;
   csv.declared_classes = csv.classification ? config.outputs : 0;
   StatusOr<data::CsvTable> table = data::ParseCsv((*file)->bytes(), csv);
   if (!table.ok()) return table.status();
@@ -251,8 +284,11 @@ StatusOr<std::unique_ptr<Dataset>> LoadCsvDataset(const DataConfig& config) {
   DataShape shape;
   shape.features = table->features;
   shape.outputs = csv.classification ? table->classes : targets_per_row;
-  return std::unique_ptr<Dataset>(
-      new TensorDataset(inputs, targets, shape, CsvReading(*table, config, **file)));
+  std::string reading = CsvReading(*table, config, **file);
+  if (config.task == DataTask::kImageClassification) {
+    if (Status s = ShapeFlatImages(csv.path, &inputs, &shape, &reading); !s.ok()) return s;
+  }
+  return std::unique_ptr<Dataset>(new TensorDataset(inputs, targets, shape, std::move(reading)));
 }
 
 StatusOr<std::unique_ptr<Dataset>> LoadIdxDataset(const DataConfig& config) {
