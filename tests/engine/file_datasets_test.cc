@@ -203,39 +203,85 @@ TEST_F(FileDatasetTest, CsvRowsOfASquareCountOfPixelsAreImagesOfOneOrThreeChanne
                 "3072 = 3 × 32 × 32), which data.task \"image_classification\" takes");
 }
 
+// Final parameters of a small cnn trained on the IDX images at `images`,
+// labelled 0, 1, 2, 0, ... (24 of them).
+std::vector<torch::Tensor> TrainSmallCnn(const std::string& images, const std::string& labels) {
+  TrainConfig c;
+  c.model.kind = ModelKind::kCnn;
+  c.model.hidden = {4};
+  c.model.batch_norm = false;
+  c.data.kind = DataKind::kIdx;
+  c.data.task = DataTask::kImageClassification;
+  c.data.path = images;
+  c.data.labels_path = labels;
+  c.optimizer.lr = 0.1;
+  c.micro_batch = 4;
+  c.accumulation_steps = 2;
+  c.epochs = 2;
+  c.seed = 5;
+  testing::RecordingSink sink;
+  std::vector<torch::Tensor> parameters;
+  TrainOptions options;
+  options.final_parameters = &parameters;
+  const Status status = Train(c, &sink, options);
+  EXPECT_TRUE(status.ok()) << status.ToString();
+  EXPECT_EQ(sink.steps.size(), 6u);
+  return parameters;
+}
+
+void ExpectEqualParameters(const std::vector<torch::Tensor>& a,
+                           const std::vector<torch::Tensor>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  ASSERT_FALSE(a.empty());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(torch::equal(a[i], b[i])) << i;
+}
+
+std::vector<uint8_t> Pixels(size_t count) {
+  std::vector<uint8_t> pixels(count);
+  for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>(i * 37 % 251);
+  return pixels;
+}
+
 TEST_F(FileDatasetTest, FlatImagesTrainTheCnnExactlyAsTheSameImagesInTheirShape) {
   // The same pixels as flat IDX rows [N, 16] and as IDX images [N, 4, 4].
-  std::vector<uint8_t> pixels(24 * 16), labels(24);
-  for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>(i * 37 % 251);
+  const std::vector<uint8_t> pixels = Pixels(24 * 16);
+  std::vector<uint8_t> labels(24);
   for (size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<uint8_t>(i % 3);
-  const auto train = [&](const std::string& images) {
-    TrainConfig c;
-    c.model.kind = ModelKind::kCnn;
-    c.model.hidden = {4};
-    c.model.batch_norm = false;
-    c.data.kind = DataKind::kIdx;
-    c.data.task = DataTask::kImageClassification;
-    c.data.path = images;
-    c.data.labels_path = Write("labels.idx1", Idx({24}, labels));
-    c.optimizer.lr = 0.1;
-    c.micro_batch = 4;
-    c.accumulation_steps = 2;
-    c.epochs = 2;
-    c.seed = 5;
-    testing::RecordingSink sink;
-    std::vector<torch::Tensor> parameters;
-    TrainOptions options;
-    options.final_parameters = &parameters;
-    const Status status = Train(c, &sink, options);
-    EXPECT_TRUE(status.ok()) << status.ToString();
-    EXPECT_EQ(sink.steps.size(), 6u);
-    return parameters;
-  };
-  const std::vector<torch::Tensor> flat = train(Write("flat.idx2", Idx({24, 16}, pixels)));
-  const std::vector<torch::Tensor> square = train(Write("square.idx3", Idx({24, 4, 4}, pixels)));
-  ASSERT_EQ(flat.size(), square.size());
-  ASSERT_FALSE(flat.empty());
-  for (size_t i = 0; i < flat.size(); ++i) EXPECT_TRUE(torch::equal(flat[i], square[i])) << i;
+  const std::string labels_path = Write("labels.idx1", Idx({24}, labels));
+  ExpectEqualParameters(TrainSmallCnn(Write("flat.idx2", Idx({24, 16}, pixels)), labels_path),
+                        TrainSmallCnn(Write("square.idx3", Idx({24, 4, 4}, pixels)), labels_path));
+}
+
+TEST_F(FileDatasetTest, ChannelLastImagesTrainTheCnnExactlyAsTheSameImagesChannelFirst) {
+  // [N, H, W, C] as Keras' CIFAR-10 holds it, and the same transposed.
+  const std::vector<uint8_t> last = Pixels(24 * 4 * 4 * 3);
+  std::vector<uint8_t> first(last.size());
+  for (size_t n = 0; n < 24; ++n) {
+    for (size_t y = 0; y < 4; ++y) {
+      for (size_t x = 0; x < 4; ++x) {
+        for (size_t c = 0; c < 3; ++c) {
+          first[((n * 3 + c) * 4 + y) * 4 + x] = last[((n * 4 + y) * 4 + x) * 3 + c];
+        }
+      }
+    }
+  }
+  std::vector<uint8_t> labels(24);
+  for (size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<uint8_t>(i % 3);
+  const std::string labels_path = Write("labels.idx1", Idx({24}, labels));
+  DataConfig c;
+  c.kind = DataKind::kIdx;
+  c.task = DataTask::kImageClassification;
+  c.path = Write("last.idx4", Idx({24, 4, 4, 3}, last));
+  c.labels_path = labels_path;
+  auto data = LoadIdxDataset(c);
+  ASSERT_TRUE(data.ok()) << data.status().ToString();
+  EXPECT_EQ((*data)->shape().channels, 3);
+  EXPECT_EQ((*data)->shape().image_size, 4);
+  EXPECT_NE((*data)->reading().find("channel-last [N, H, W, C], taken channel-first"),
+            std::string::npos)
+      << (*data)->reading();
+  ExpectEqualParameters(TrainSmallCnn(c.path, labels_path),
+                        TrainSmallCnn(Write("first.idx4", Idx({24, 3, 4, 4}, first)), labels_path));
 }
 
 // Big-endian bytes of each value, as IDX stores them.

@@ -214,10 +214,19 @@ StatusOr<std::unique_ptr<Dataset>> ArrayDataset(
   shape.features = inputs[0].numel();
   shape.outputs = outputs;
   std::string reading = Joined(samples_read->reading, labels_read->reading);
-  if (sizes.size() == 4 && sizes[2] == sizes[3]) {
-    shape.channels = sizes[1];
-    shape.image_size = sizes[2];
-  } else if (sizes.size() == 2 && config.task == DataTask::kImageClassification) {
+  const bool images = config.task == DataTask::kImageClassification;
+  // Channel-last images, [N, H, W, C] as Keras' datasets and arrays of PIL
+  // images hold them (CIFAR-10: [N, 32, 32, 3]), go channel-first. Square
+  // [N, C, S, S] is PyTorch's own order, and stays.
+  if (images && sizes.size() == 4 && sizes[2] != sizes[3] && sizes[1] == sizes[2] &&
+      sizes[3] <= 4) {
+    inputs = inputs.permute({0, 3, 1, 2}).contiguous();
+    reading += "; its images are channel-last [N, H, W, C], taken channel-first";
+  }
+  if (inputs.dim() == 4 && inputs.size(2) == inputs.size(3)) {
+    shape.channels = inputs.size(1);
+    shape.image_size = inputs.size(2);
+  } else if (inputs.dim() == 2 && images) {
     if (Status s = ShapeFlatImages(samples_name, &inputs, &shape, &reading); !s.ok()) return s;
   }
   return std::unique_ptr<Dataset>(new TensorDataset(inputs, targets, shape, std::move(reading)));
