@@ -36,8 +36,20 @@ std::string ListMembers(const ZipArchive& archive, const std::vector<const ZipMe
 StatusOr<const ZipMember*> ChooseMember(const ZipArchive& archive, const std::string& field,
                                         const std::string& path, const MemberChoice& choice) {
   std::vector<const ZipMember*> data;
+  // Office Open XML and OpenDocument files are zip archives too.
+  bool excel = false, opendocument_type = false, opendocument_content = false;
   for (const ZipMember& m : archive.members()) {
     if (!m.IsAside()) data.push_back(&m);
+    excel |= m.name == "xl/workbook.xml";
+    opendocument_type |= m.name == "mimetype";
+    opendocument_content |= m.name == "content.xml";
+  }
+  if (excel || (opendocument_type && opendocument_content)) {
+    return Status::InvalidArgument(field + " " + path +
+                                   ": a spreadsheet (an Excel .xlsx or OpenDocument .ods "
+                                   "workbook), not a zip archive of data: save the sheet as "
+                                   "\"CSV UTF-8\" (pandas.read_excel(path).to_csv(out, "
+                                   "index=False))");
   }
   if (!choice.name.empty()) {
     // The name as given first: an archive may hold both "x" and "x.npy".

@@ -13,7 +13,7 @@ std::string FileSignatureHint(std::string_view bytes) {
     const char* hint;
   };
   using namespace std::string_view_literals;
-  static constexpr std::array<Signature, 5> kSignatures = {{
+  static constexpr std::array<Signature, 10> kSignatures = {{
       {"PK\x03\x04"sv,
        "the data is a zip archive inside the file's own compression or archive: extract it "
        "first"},
@@ -23,6 +23,23 @@ std::string FileSignatureHint(std::string_view bytes) {
        "the file is UTF-16 text (as Excel saves \"Unicode Text\"): save it as UTF-8 (\"CSV "
        "UTF-8\")"},
       {"\xFE\xFF"sv, "the file is UTF-16 text: save it as UTF-8"},
+      // Tables and arrays in formats that are not read here, as pandas,
+      // h5py, Excel and SQLite write them.
+      {"PAR1"sv,
+       "the file is a Parquet file, which is not read: write the table as CSV "
+       "(pandas.read_parquet(path).to_csv(out, index=False)), or its arrays with numpy.save"},
+      {"ARROW1"sv,
+       "the file is an Arrow IPC (Feather) file, which is not read: write the table as CSV "
+       "(pandas.read_feather(path).to_csv(out, index=False))"},
+      {"\x89HDF\r\n\x1A\n"sv,
+       "the file is an HDF5 file (pandas' to_hdf, h5py, Keras' .h5), which is not read: save its "
+       "arrays with numpy.save or as safetensors"},
+      {"\xD0\xCF\x11\xE0\xA1\xB1\x1A\xE1"sv,
+       "the file is a legacy Office document (an Excel 97-2003 .xls workbook): save the sheet as "
+       "\"CSV UTF-8\""},
+      {"SQLite format 3\0"sv,
+       "the file is an SQLite database: export the table as CSV (sqlite3 -header -csv FILE "
+       "\"SELECT ...\")"},
   }};
   for (const Signature& s : kSignatures) {
     if (bytes.substr(0, s.magic.size()) == s.magic) return s.hint;

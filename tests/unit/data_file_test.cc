@@ -255,6 +255,26 @@ TEST_F(DataFileTest, AZipOfOneFileIsThatFileWhateverMacOsAddsBesideIt) {
             "data.path " + empty + ": an empty zip archive");
 }
 
+TEST_F(DataFileTest, ASpreadsheetIsNamedForWhatItIsNotForItsZipMembers) {
+  // As Excel (and openpyxl) lay out an .xlsx, and LibreOffice an .ods.
+  const std::string xlsx = Write("t.xlsx", Zip({{"[Content_Types].xml", "<Types/>"},
+                                                {"xl/workbook.xml", "<workbook/>"},
+                                                {"xl/worksheets/sheet1.xml", "<worksheet/>"}}));
+  const std::string ods = Write("t.ods", Zip({{"mimetype", "application/vnd.oasis.opendocument"},
+                                              {"content.xml", "<office:document-content/>"}}));
+  for (const std::string& path : {xlsx, ods}) {
+    const auto file = DataFile::Open("data.path", path);
+    EXPECT_EQ(file.status().message(),
+              "data.path " + path +
+                  ": a spreadsheet (an Excel .xlsx or OpenDocument .ods workbook), not a zip "
+                  "archive of data: save the sheet as \"CSV UTF-8\" "
+                  "(pandas.read_excel(path).to_csv(out, index=False))");
+  }
+  // A file of that name alone is data like any other.
+  const std::string one = Write("c.zip", Zip({{"content.xml", "1,2\n"}}));
+  EXPECT_TRUE(DataFile::Open("data.path", one).ok());
+}
+
 TEST_F(DataFileTest, ANpzArrayIsChosenByNumpysKeyAndTheArchiveListedWhenItIsNot) {
   const std::string x =
       Npy("{'descr': '|u1', 'fortran_order': False, 'shape': (2, 3), }", "abcdef");

@@ -271,6 +271,27 @@ TEST(DataFormats, ACompressedOrArchivedFileIsNamedAsSuch) {
   }
 }
 
+TEST(DataFormats, TablesInFormatsThatAreNotReadAreNamedWithHowToConvertThem) {
+  CsvConfig config;
+  config.path = "t.parquet";
+  EXPECT_EQ(ParseCsv(std::string("PAR1\x15\x04\x15", 7), config).status().message(),
+            "t.parquet: expected CSV text; the file is a Parquet file, which is not read: write "
+            "the table as CSV (pandas.read_parquet(path).to_csv(out, index=False)), or its arrays "
+            "with numpy.save");
+  for (const auto& [bytes, named] : std::vector<std::pair<std::string, std::string>>{
+           {std::string("ARROW1\0\0", 8), "an Arrow IPC (Feather) file"},
+           {std::string("\x89HDF\r\n\x1A\n\0", 9), "an HDF5 file"},
+           {std::string("\xD0\xCF\x11\xE0\xA1\xB1\x1A\xE1", 8), "Excel 97-2003 .xls"},
+           {std::string("SQLite format 3\0", 16), "an SQLite database"}}) {
+    EXPECT_NE(FileSignatureHint(bytes).find(named), std::string::npos) << named;
+    EXPECT_NE(ParseNpy("data.path", "x.npy", bytes).status().message().find(named),
+              std::string::npos)
+        << named;
+  }
+  // A CSV whose first field happens to begin so is still CSV.
+  EXPECT_EQ(FileSignatureHint("PARIS,1\n"), "");
+}
+
 TEST(DataFormats, CsvLabelColumnsOutsideTheTableAreNamedNotOverflowed) {
   CsvConfig config;
   config.path = "t.csv";
