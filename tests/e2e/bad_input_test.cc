@@ -860,5 +860,30 @@ TEST_F(BadInput, AnOutputThatCannotBeWrittenFailsTheJobBeforeItsFirstStep) {
   EXPECT_NE(job.reason().find("missing-dir/model.pt"), std::string::npos) << job.reason();
 }
 
+// A model file that is no TorchScript (here what torch.save writes: a
+// pickled state dict in a zip) fails its job as the spec's fault, named for
+// what it is, and restarts cannot help it.
+TEST_F(BadInput, AModelFileThatIsNoTorchScriptFailsTheJobOnceAsTheSpecsFault) {
+  NeedWorker();
+  const std::string path = *data_dir_ + "/state_dict.pt";
+  std::ofstream(path, std::ios::binary) << Zip({{"state_dict/data.pkl", "\x80\x02}q\x00."},
+                                                {"state_dict/byteorder", "little"},
+                                                {"state_dict/data/0", std::string(16, '\0')},
+                                                {"state_dict/version", "3\n"}});
+  const std::string id = SubmitJob(
+      *cluster_, "state-dict.yaml",
+      Yaml({{"model", "{kind: torchscript, path: " + path + "}"}, {"max_restarts", "2"}}));
+  ASSERT_FALSE(id.empty());
+  cluster_->Cli({"watch", id});
+  const v1::Job job = GetJob(*cluster_, id);
+  EXPECT_EQ(job.state(), v1::JOB_STATE_FAILED) << job.reason();
+  EXPECT_EQ(job.failure_class(), v1::FAILURE_CLASS_BAD_SPEC) << job.reason();
+  EXPECT_EQ(job.attempt(), 1) << "no restart for a spec's fault";
+  EXPECT_EQ(job.steps_done(), 0);
+  EXPECT_NE(job.reason().find("model.path " + path + ": a file torch.save wrote"),
+            std::string::npos)
+      << job.reason();
+}
+
 }  // namespace
 }  // namespace accumulus::testing
