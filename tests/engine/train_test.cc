@@ -133,6 +133,31 @@ INSTANTIATE_TEST_SUITE_P(Policies, PartialWindowEquivalence,
                          ::testing::Values(PartialWindow::kNormalize, PartialWindow::kDrop,
                                            PartialWindow::kCarry));
 
+TEST(Train, ACnnOfMoreBlocksThanItsImagesCanBeHalvedIsTheSpecsFault) {
+  // 8 × 8 images: three halvings leave 1 × 1, a fourth nothing.
+  TrainConfig c;
+  c.model.kind = ModelKind::kCnn;
+  c.model.hidden = {4, 4, 4, 4};
+  c.data.task = DataTask::kImageClassification;
+  c.data.samples = 16;
+  c.data.channels = 1;
+  c.data.image_size = 8;
+  c.data.outputs = 2;
+  c.optimizer.lr = 0.1;
+  c.micro_batch = 4;
+  c.accumulation_steps = 2;
+  c.max_steps = 1;
+  testing::RecordingSink sink;
+  const Status status = Train(c, &sink);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << status.ToString();
+  EXPECT_EQ(status.fault(), Fault::kSpec);
+  EXPECT_EQ(status.message(),
+            "model.hidden: 4 conv blocks, each halving the image, leave nothing of a 8 × 8 image; "
+            "it takes at most 3");
+  c.model.hidden = {4, 4, 4};
+  EXPECT_TRUE(Train(c, &sink).ok());
+}
+
 TEST(Train, PlansAndReportsStepsOfThePolicy) {
   // 100 samples, global batch 32, 3 epochs.
   const std::vector<std::pair<PartialWindow, int64_t>> expected = {

@@ -148,6 +148,20 @@ Status CheckTrainable(const torch::jit::Module& module, const std::string& name)
   return Status::Ok();
 }
 
+// Whether `blocks` conv blocks of the cnn, each halving the image (max
+// pooling by 2, rounding down), leave a pixel of an image of `image_size`.
+Status CheckCnnFits(size_t blocks, int64_t image_size) {
+  int64_t side = image_size;
+  size_t fitting = 0;
+  while (side >= 2) side /= 2, ++fitting;
+  if (blocks <= fitting) return Status::Ok();
+  const std::string size = std::to_string(image_size);
+  return Status::InvalidArgument("model.hidden: " + std::to_string(blocks) +
+                                 " conv blocks, each halving the image, leave nothing of a " +
+                                 size + " × " + size + " image; it takes at most " +
+                                 std::to_string(fitting));
+}
+
 template <typename Holder>
 std::unique_ptr<Model> Wrap(Holder module) {
   return std::make_unique<NnModel<Holder>>(std::move(module));
@@ -188,6 +202,7 @@ StatusOr<std::unique_ptr<Model>> BuildModel(const ModelConfig& config, const Dat
       }
       const std::vector<int64_t> channels =
           config.hidden.empty() ? std::vector<int64_t>{16, 32} : config.hidden;
+      if (Status s = CheckCnnFits(channels.size(), data.image_size); !s.ok()) return s;
       return Wrap(Cnn(data.channels, channels, data.outputs, config.batch_norm,
                       config.checkpoint_activations));
     }
