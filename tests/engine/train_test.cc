@@ -158,6 +158,40 @@ TEST(Train, ACnnOfMoreBlocksThanItsImagesCanBeHalvedIsTheSpecsFault) {
   EXPECT_TRUE(Train(c, &sink).ok());
 }
 
+TEST(Train, ARunThatDivergesStopsBeforeItsFirstNonFiniteStep) {
+  TrainConfig c;
+  c.model.kind = ModelKind::kMlp;
+  c.model.hidden = {64};
+  c.data.task = DataTask::kRegression;
+  c.data.samples = 256;
+  c.data.features = 4;
+  c.data.outputs = 1;
+  c.optimizer.lr = 900;
+  c.micro_batch = 8;
+  c.accumulation_steps = 2;
+  c.max_steps = 50;
+  c.seed = 2;
+  testing::RecordingSink sink;
+  const Status status = Train(c, &sink);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << status.ToString();
+  EXPECT_EQ(status.fault(), Fault::kSpec);
+  ASSERT_LT(sink.steps.size(), 50u);
+  const std::string step = std::to_string(sink.steps.size() + 1);
+  EXPECT_EQ(status.message().rfind("training diverged in step " + step + ": its loss is ", 0), 0)
+      << status.message();
+  EXPECT_NE(status.message().find("at lr 900; the step was not applied (the parameters are "
+                                  "those after step " +
+                                  std::to_string(sink.steps.size()) + ")"),
+            std::string::npos)
+      << status.message();
+  for (const StepReport& s : sink.steps) EXPECT_TRUE(std::isfinite(s.loss)) << s.step;
+  // A run at a learning rate it takes is never stopped.
+  c.max_grad_norm = 1.0;
+  c.optimizer.lr = 0.05;
+  testing::RecordingSink clipped;
+  EXPECT_TRUE(Train(c, &clipped).ok());
+}
+
 TEST(Train, PlansAndReportsStepsOfThePolicy) {
   // 100 samples, global batch 32, 3 epochs.
   const std::vector<std::pair<PartialWindow, int64_t>> expected = {

@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <sstream>
 
 #include "common/adaptive_batch.h"
 #include "common/batch_arithmetic.h"
@@ -379,6 +381,30 @@ Status TrainingRun::TrainWindows() {
   return Status::Ok();
 }
 
+// Without a loss scaler to skip it, a window whose loss or gradient is not
+// finite would put NaN into every parameter, and every later step would
+// train on them to the end: the run has diverged. It stops before the step,
+// with the parameters of the last finite one (and its checkpoints), as the
+// spec's fault: the same spec diverges again.
+Status CheckFinite(int64_t step, const WindowResult& result, double lr) {
+  if (result.skipped || (std::isfinite(result.loss) && std::isfinite(result.grad_norm))) {
+    return Status::Ok();
+  }
+  const auto text = [](double v) {
+    std::ostringstream out;
+    out << v;
+    return out.str();
+  };
+  return Status::InvalidArgument(
+             "training diverged in step " + std::to_string(step) + ": its loss is " +
+             text(result.loss) + " and its gradient norm " + text(result.grad_norm) + " at lr " +
+             text(lr) + "; the step was not applied (the parameters are those after step " +
+             std::to_string(step - 1) +
+             "). A smaller optimizer.lr, a warmup (lr_schedule.warmup_steps) or clipping "
+             "(max_grad_norm) usually keep a run finite")
+      .WithFault(Fault::kSpec);
+}
+
 Status TrainingRun::TrainWindow(const Window& w) {
   const auto start = Clock::now();
   memory_->ResetPeak();
@@ -393,6 +419,10 @@ Status TrainingRun::TrainWindow(const Window& w) {
   SetHyperparameters(*optimizer_, lr, weight_decay);
   StatusOr<WindowResult> result = AccumulateWindow(w);
   if (!result.ok()) return result.status();
+  if (Status s = CheckFinite(w.step, *result, lr); !s.ok()) {
+    window_->ClearGradients();
+    return s;
+  }
   {
     PhaseScope optimizer(phases_.get(), Phase::kOptimizer);
     if (!result->skipped) {
