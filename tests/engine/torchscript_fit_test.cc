@@ -132,6 +132,27 @@ def forward(self, x):
       << status.message();
 }
 
+TEST_F(TorchScriptFitTest, ATokenModelWhoseEmbeddingMissesTheIdsIsToldTheirRange) {
+  // An embedding of 100 rows for bytes and their padding (ids 0 to 256).
+  torch::jit::Module net("Lm");
+  net.register_parameter("emb", torch::randn({100, 8}).set_requires_grad(true), false);
+  net.register_parameter("out", torch::randn({8, 257}).set_requires_grad(true), false);
+  net.define(R"(
+def forward(self, tokens):
+    return torch.embedding(self.emb, tokens).matmul(self.out)
+)");
+  TrainConfig c = Config(dir_ + "/lm.pt");
+  net.save(c.model.path);
+  c.data.task = DataTask::kLanguageModeling;
+  c.data.sequence_length = 16;
+  c.data.min_sequence_length = 4;
+  const Status status = Refused(c);
+  EXPECT_TRUE(Says(status,
+                   "the module's forward pass fails on inputs [8, 16] (Long); its inputs are "
+                   "token ids 0 to 256, 256 the padding's: an embedding of 257 rows takes them: "))
+      << status.message();
+}
+
 TEST_F(TorchScriptFitTest, AModuleWithNothingToTrainIsRefusedAtLoad) {
   const Status status = Refused(Config(Save("frozen", kFits, {"w1", "b1", "w2", "b2"})));
   EXPECT_TRUE(Says(status, "the module has no trainable parameters (none requires grad)"))

@@ -71,7 +71,8 @@ class ScriptModel final : public Model {
       TORCH_CHECK_WITH(OutOfMemoryError, RefusedAllocations(inputs.device()) == refused, name_,
                        "'s forward pass ran out of memory: ", why);
       throw ModelMismatch(name_ + "'s forward pass fails on inputs " + ShapeText(inputs.sizes()) +
-                          " (" + c10::toString(inputs.scalar_type()) + "): " + why);
+                          " (" + c10::toString(inputs.scalar_type()) + ")" +
+                          contract_.InputsNote() + ": " + why);
     }
     if (!out.isTensor()) {
       throw ModelMismatch(name_ + "'s forward pass returns a " + out.tagKind() +

@@ -60,4 +60,11 @@ void OutputContract::Check(const torch::Tensor& inputs, const torch::Tensor& out
   }
 }
 
+std::string OutputContract::InputsNote() const {
+  if (data_.vocabulary <= 0) return "";
+  const std::string last = std::to_string(data_.vocabulary - 1);
+  return "; its inputs are token ids 0 to " + last + ", " + std::to_string(data_.pad_token) +
+         " the padding's: an embedding of " + std::to_string(data_.vocabulary) + " rows takes them";
+}
+
 }  // namespace accumulus::engine

@@ -39,6 +39,12 @@ class OutputContract {
   // Floating point, and (where gradients are recorded) differentiable.
   void Check(const torch::Tensor& inputs, const torch::Tensor& outputs) const;
 
+  // What a module must know of its inputs that their shape does not say,
+  // for a message about a forward pass that failed: token data's ids,
+  // padding included ("; its inputs are token ids 0 to 65536, 65536 the
+  // padding's: an embedding of 65537 rows takes them"); "" otherwise.
+  std::string InputsNote() const;
+
  private:
   std::string model_;
   LossKind loss_;
