@@ -1,5 +1,6 @@
 // The compressed-file, tar and zip readers (common/data/compressed_file.h,
-// tar_archive.h, zip_archive.h; gzip, bzip2, xz, zstd, and zip's methods):
+// tar_archive.h, zip_archive.h; gzip, bzip2, xz, zstd, and zip's methods),
+// and the model file's check that reads a zip directory (model_file.h):
 // whatever the bytes, each refuses in words or gives exactly what the file
 // records, within the budget it is given — never more memory than that on
 // a directory's word.
@@ -12,6 +13,7 @@
 #include "common/data/npy_array.h"
 #include "common/data/tar_archive.h"
 #include "common/data/zip_archive.h"
+#include "common/model_file.h"
 #include "fuzz/fuzz_check.h"
 
 namespace {
@@ -41,6 +43,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   }
   (void)DescribeNpy(bytes);
+  const accumulus::Status model = accumulus::CheckTorchScriptBytes("model.path", "m.pt", bytes);
+  FUZZ_CHECK(model.ok() || model.code() == accumulus::StatusCode::kInvalidArgument);
   const auto archive = ZipArchive::Parse("data.path", "f.zip", bytes);
   if (!archive.ok()) return 0;
   FUZZ_CHECK(archive->members().size() <= size / 46);
