@@ -63,7 +63,7 @@ std::string WhatIsNotAnArchive(std::string_view bytes) {
     return "the file is a safetensors file: weights without the module that uses them; " +
            std::string(kHowToSave);
   }
-  if (StartsWith(bytes, "\x89HDF\r\n\x1a\n")) {
+  if (StartsWith(bytes, data::kHdf5Signature)) {
     return "the file is an HDF5 file (as Keras saves models), not a PyTorch module";
   }
   return "not a TorchScript module: torch.jit.save writes a zip archive, and this file is not "

@@ -31,7 +31,7 @@ std::string FileSignatureHint(std::string_view bytes) {
       {"ARROW1"sv,
        "the file is an Arrow IPC (Feather) file, which is not read: write the table as CSV "
        "(pandas.read_feather(path).to_csv(out, index=False))"},
-      {"\x89HDF\r\n\x1A\n"sv,
+      {kHdf5Signature,
        "the file is an HDF5 file (pandas' to_hdf, h5py, Keras' .h5), which is not read: save its "
        "arrays with numpy.save or as safetensors"},
       {"\xD0\xCF\x11\xE0\xA1\xB1\x1A\xE1"sv,

@@ -18,6 +18,9 @@ namespace accumulus::data {
 // (unxz)"); "" otherwise.
 std::string FileSignatureHint(std::string_view bytes);
 
+// An HDF5 file's signature (pandas' to_hdf, h5py, Keras' .h5 models).
+inline constexpr std::string_view kHdf5Signature{"\x89HDF\r\n\x1A\n", 8};
+
 // Whether `bytes` begin as a Python pickle of protocol 2 to 5 does (PROTO
 // and the protocol's number): torch.save's legacy format, pickle.dump.
 bool IsPickle(std::string_view bytes);

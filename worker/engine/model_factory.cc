@@ -44,8 +44,8 @@ class NnModel final : public Model {
 // A TorchScript module (torch.jit.script or torch.jit.trace, then save).
 class ScriptModel final : public Model {
  public:
-  ScriptModel(torch::jit::Module module, const std::string& name, OutputContract contract)
-      : module_(std::move(module)), name_(name), contract_(std::move(contract)) {
+  ScriptModel(torch::jit::Module module, OutputContract contract)
+      : module_(std::move(module)), contract_(std::move(contract)) {
     module_.train();
   }
   // What its forward pass throws is the module's doing, and the spec's
@@ -68,14 +68,14 @@ class ScriptModel final : public Model {
       const auto* error = dynamic_cast<const c10::Error*>(&e);
       const std::string why = error != nullptr ? error->what_without_backtrace() : e.what();
       // The interpreter hands an out-of-memory error on as a runtime_error.
-      TORCH_CHECK_WITH(OutOfMemoryError, RefusedAllocations(inputs.device()) == refused, name_,
-                       "'s forward pass ran out of memory: ", why);
-      throw ModelMismatch(name_ + "'s forward pass fails on inputs " + ShapeText(inputs.sizes()) +
-                          " (" + c10::toString(inputs.scalar_type()) + ")" +
-                          contract_.InputsNote() + ": " + why);
+      TORCH_CHECK_WITH(OutOfMemoryError, RefusedAllocations(inputs.device()) == refused,
+                       contract_.model(), "'s forward pass ran out of memory: ", why);
+      throw ModelMismatch(contract_.model() + "'s forward pass fails on inputs " +
+                          c10::str(inputs.sizes()) + " (" + c10::toString(inputs.scalar_type()) +
+                          ")" + contract_.InputsNote() + ": " + why);
     }
     if (!out.isTensor()) {
-      throw ModelMismatch(name_ + "'s forward pass returns a " + out.tagKind() +
+      throw ModelMismatch(contract_.model() + "'s forward pass returns a " + out.tagKind() +
                           "; the loss takes one tensor: return the logits (or the "
                           "predictions) alone");
     }
@@ -119,13 +119,12 @@ class ScriptModel final : public Model {
 
  private:
   mutable torch::jit::Module module_;
-  const std::string name_;
   const OutputContract contract_;
 };
 
-// Where a loaded module cannot train at all: its forward pass takes
-// other than the one input a job passes, or nothing in it requires grad.
-Status CheckTrainable(const torch::jit::Module& module, const std::string& name) {
+// Where a loaded module cannot take a job's micro-batch: its forward pass
+// takes other than the one input a job passes.
+Status CheckForwardTakesOneInput(const torch::jit::Module& module, const std::string& name) {
   const std::optional<torch::jit::Method> forward = module.find_method("forward");
   if (!forward) return Status::InvalidArgument(name + " has no forward method");
   std::vector<std::string> required;
@@ -140,11 +139,6 @@ Status CheckTrainable(const torch::jit::Module& module, const std::string& name)
                                    " inputs without defaults" +
                                    (listed.empty() ? "" : " (" + listed + ")") +
                                    "; a job passes one: a micro-batch of the data's inputs");
-  }
-  bool trainable = false;
-  for (const torch::Tensor& p : module.parameters()) trainable |= p.requires_grad();
-  if (!trainable) {
-    return Status::InvalidArgument(name + " has no trainable parameters (none requires grad)");
   }
   return Status::Ok();
 }
@@ -232,9 +226,14 @@ StatusOr<std::unique_ptr<Model>> BuildModel(const ModelConfig& config, const Dat
       try {
         torch::jit::Module module = torch::jit::load(config.path);
         const std::string name = "model.path " + config.path + ": the module";
-        if (Status s = CheckTrainable(module, name); !s.ok()) return s;
-        return std::unique_ptr<Model>(
-            new ScriptModel(std::move(module), name, OutputContract(name, loss, data)));
+        if (Status s = CheckForwardTakesOneInput(module, name); !s.ok()) return s;
+        std::unique_ptr<Model> model(
+            new ScriptModel(std::move(module), OutputContract(name, loss, data)));
+        if (model->Parameters().empty()) {
+          return Status::InvalidArgument(name +
+                                         " has no trainable parameters (none requires grad)");
+        }
+        return model;
       } catch (const c10::Error& e) {
         return Status::InvalidArgument("model.path " + config.path +
                                        ": not a TorchScript module (" + e.what_without_backtrace() +

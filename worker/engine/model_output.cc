@@ -4,22 +4,13 @@
 
 namespace accumulus::engine {
 
-std::string ShapeText(torch::IntArrayRef sizes) {
-  std::string text = "[";
-  for (size_t i = 0; i < sizes.size(); ++i) {
-    if (i > 0) text += ", ";
-    text += std::to_string(sizes[i]);
-  }
-  return text + "]";
-}
-
 OutputContract::OutputContract(std::string model, LossKind loss, const DataShape& data)
     : model_(std::move(model)), loss_(loss), data_(data) {}
 
 void OutputContract::Check(const torch::Tensor& inputs, const torch::Tensor& outputs) const {
   const auto refuse = [&](const std::string& why) {
-    throw ModelMismatch(model_ + "'s output is " + ShapeText(outputs.sizes()) + " for inputs " +
-                        ShapeText(inputs.sizes()) + "; " + why);
+    throw ModelMismatch(model_ + "'s output is " + c10::str(outputs.sizes()) + " for inputs " +
+                        c10::str(inputs.sizes()) + "; " + why);
   };
   const int64_t n = inputs.size(0);
   switch (loss_) {
@@ -37,7 +28,7 @@ void OutputContract::Check(const torch::Tensor& inputs, const torch::Tensor& out
       const std::vector<int64_t> targets = {n, data_.outputs};
       if (outputs.sizes() != torch::IntArrayRef(targets)) {
         refuse("squared error against the data's " + std::to_string(data_.outputs) +
-               " target(s) per sample takes exactly " + ShapeText(targets));
+               " target(s) per sample takes exactly " + c10::str(torch::IntArrayRef(targets)));
       }
       break;
     }

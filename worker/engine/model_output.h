@@ -25,9 +25,6 @@ class ModelMismatch : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// "[16, 10]"
-std::string ShapeText(torch::IntArrayRef sizes);
-
 class OutputContract {
  public:
   // `model` names the model in messages: "model.path /m/net.pt: the module".
@@ -44,6 +41,9 @@ class OutputContract {
   // padding included ("; its inputs are token ids 0 to 65536, 65536 the
   // padding's: an embedding of 65537 rows takes them"); "" otherwise.
   std::string InputsNote() const;
+
+  // The model as messages name it.
+  const std::string& model() const { return model_; }
 
  private:
   std::string model_;

@@ -10,7 +10,6 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
-#include <sstream>
 
 #include "common/adaptive_batch.h"
 #include "common/batch_arithmetic.h"
@@ -390,15 +389,11 @@ Status CheckFinite(int64_t step, const WindowResult& result, double lr) {
   if (result.skipped || (std::isfinite(result.loss) && std::isfinite(result.grad_norm))) {
     return Status::Ok();
   }
-  const auto text = [](double v) {
-    std::ostringstream out;
-    out << v;
-    return out.str();
-  };
   return Status::InvalidArgument(
              "training diverged in step " + std::to_string(step) + ": its loss is " +
-             text(result.loss) + " and its gradient norm " + text(result.grad_norm) + " at lr " +
-             text(lr) + "; the step was not applied (the parameters are those after step " +
+             c10::str(result.loss) + " and its gradient norm " + c10::str(result.grad_norm) +
+             " at lr " + c10::str(lr) +
+             "; the step was not applied (the parameters are those after step " +
              std::to_string(step - 1) +
              "). A smaller optimizer.lr, a warmup (lr_schedule.warmup_steps) or clipping "
              "(max_grad_norm) usually keep a run finite")
